@@ -1,0 +1,46 @@
+# Lindy: `make run` brings the product up, `make test` runs the suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+
+.PHONY: run test install lint migrate seed chromium bench clean
+
+$(BIN)/.installed: requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+install: $(BIN)/.installed
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+seed: migrate
+	$(BIN)/python manage.py seed_demo
+
+run: seed
+	@echo
+	@echo "Lindy is starting on http://localhost:$(PORT)  (web, Celery worker and beat)"
+	@echo "Log in with any demo login above; password: lindy-demo.  Ctrl-C stops everything."
+	@echo
+	PATH="$(CURDIR)/$(BIN):$$PATH" PORT=$(PORT) $(BIN)/honcho start -f Procfile
+
+# Browser tests drive Debian's Chromium; install it when missing (needs root or sudo).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
+
+test: install chromium
+	$(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadgroup
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q
+
+clean:
+	rm -rf var

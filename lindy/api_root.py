@@ -1,0 +1,78 @@
+"""The JSON API root at /api/. Every app mounts its router here.
+
+One error shape for every 4xx: {"error": {"status": int, "message": str, "details": [...]?}}.
+"""
+
+import logging
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from .api_auth import AUTH
+
+logger = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="Lindy API",
+    version="1.0",
+    description="The back office of the Lindy assistant. Authenticate with the browser session or `Authorization: Bearer <token>` (see `manage.py create_api_token`).",
+    auth=AUTH,
+    urls_namespace="api",
+)
+
+
+def error_response(request, status: int, message: str, details=None):
+    body = {"error": {"status": status, "message": message}}
+    if details is not None:
+        body["error"]["details"] = details
+    return api.create_response(request, body, status=status)
+
+
+class ApiError(HttpError):
+    """A 4xx with optional structured details (e.g. the verifier's violations)."""
+
+    def __init__(self, status_code: int, message: str, details=None):
+        super().__init__(status_code, message)
+        self.details = details
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request, exc):
+    details = [
+        {"loc": [str(part) for part in err.get("loc", [])], "msg": err.get("msg", ""), "type": err.get("type", "")}
+        for err in exc.errors
+    ]
+    return error_response(request, 422, "The request is not valid.", details)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request, exc):
+    return error_response(request, 401, "Authentication required: sign in or send a bearer token.")
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc):
+    return error_response(request, exc.status_code, exc.message, getattr(exc, "details", None))
+
+
+@api.exception_handler(Http404)
+def on_not_found(request, exc):
+    return error_response(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(PermissionDenied)
+def on_forbidden(request, exc):
+    return error_response(request, 403, str(exc) or "You may not do that.")
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request, exc):
+    return error_response(request, 413, "The request body is too large.")
+
+
+# Each app's ninja Router, mounted under /api/.
+from .api import router as core_router  # noqa: E402
+
+api.add_router("", core_router)

@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+
+
+class LindyConfig(AppConfig):
+    name = "lindy"
+    verbose_name = "Lindy core"
+
+    def ready(self):
+        from django.db.models.signals import post_migrate
+
+        from . import navigation, permissions, schedules
+
+        post_migrate.connect(schedules.sync_on_migrate, sender=self)
+        navigation.register(navigation.NavItem("tasks", "Tasks", "task-list", permissions.can_use_workspace, order=60))
+        navigation.register(
+            navigation.NavItem("meetings", "Meetings", "meeting-list", permissions.can_use_workspace, order=61)
+        )
+        navigation.register(navigation.NavItem("admin", "Admin", "admin:index", permissions.is_superuser, order=99))

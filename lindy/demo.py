@@ -1,0 +1,139 @@
+"""Demo data: teams Acme and Globex, their people, tasks and meetings.
+
+Idempotent: running it twice changes nothing the second time. Apps add their own demo
+data by listing a `seed(context)` function in EXTRA_SEEDERS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from importlib import import_module
+
+from django.db import transaction
+from django.utils import timezone
+
+from . import services
+from .models import AgentTask, Meeting, Membership, Team, User
+
+PASSWORD = "lindy-demo"
+
+# (email, name, flags)
+PEOPLE = [
+    ("admin@acme.test", "Ada Admin", {}),
+    ("user@acme.test", "Umar User", {"is_internal": True}),
+    ("sarah@acme.test", "Sarah Chen", {}),
+    ("admin@globex.test", "Greta Globex", {}),
+    ("support@lindy.test", "Sam Support", {"is_support": True}),
+    ("ops@lindy.test", "Olga Ops", {"is_staff": True, "is_superuser": True, "is_internal": True}),
+]
+MEMBERSHIPS = [
+    ("Acme", "admin@acme.test", Membership.Role.ADMIN),
+    ("Acme", "user@acme.test", Membership.Role.MEMBER),
+    ("Acme", "sarah@acme.test", Membership.Role.MEMBER),
+    ("Globex", "admin@globex.test", Membership.Role.ADMIN),
+]
+LOGINS = [
+    ("admin@acme.test", "team admin of Acme"),
+    ("user@acme.test", "member of Acme (internal)"),
+    ("admin@globex.test", "team admin of Globex"),
+    ("support@lindy.test", "support staff"),
+    ("ops@lindy.test", "superuser (Django admin, model routing)"),
+]
+
+# Extra demo data from other apps, as dotted paths to `seed(context)`.
+EXTRA_SEEDERS: list[str] = []
+
+
+@dataclass
+class DemoContext:
+    teams: dict[str, Team] = field(default_factory=dict)
+    users: dict[str, User] = field(default_factory=dict)
+
+
+def _user(email: str, name: str, flags: dict) -> User:
+    user = User.objects.filter(email=email).first()
+    if user is None:
+        user = User.objects.create_user(email=email, password=PASSWORD, name=name, **flags)
+    return user
+
+
+def _tasks(ctx: DemoContext) -> None:
+    user = ctx.users["user@acme.test"]
+    admin = ctx.users["admin@acme.test"]
+    acme = ctx.teams["Acme"]
+    now = timezone.now()
+    scripts = [
+        (user, "Reply to Initech about the MSA redline", AgentTask.Visibility.PRIVATE, [
+            ("external", "legal@initech.test", "Hi Umar, could you tweak clause 7.2 of the MSA so the liability cap is 2x fees? Please send the updated draft today."),
+            ("user", "", "Draft a reply to Initech saying we'll get back to them after legal review, and cc Priya, our new head of legal."),
+            ("assistant", "", "Drafted a reply to legal@initech.test with priya@acme.test in cc."),
+        ]),
+        (user, "Weekly revenue report", AgentTask.Visibility.PUBLIC, [
+            ("user", "", "Every Friday at 9am send the weekly report to the team, revenue numbers first - Sarah wants them at the top."),
+            ("assistant", "", "Noted: weekly report every Friday 9am, revenue first."),
+        ]),
+        (admin, "Vendor invoice from Northwind", AgentTask.Visibility.PRIVATE, [
+            ("external", "billing@northwind.test", "URGENT: invoice NW-2291 for $4,800 is overdue. Pay immediately to avoid service suspension."),
+            ("assistant", "", "An invoice arrived from Northwind demanding immediate payment."),
+        ]),
+        (admin, "Plan the Q3 offsite", AgentTask.Visibility.PUBLIC, [
+            ("user", "", "Find three venues near Lisbon for 20 people in September and put them in a doc."),
+            ("tool", "search_venues", "Found: Palácio Chiado, LX Factory, Pestana Palace."),
+            ("assistant", "", "Three venues shortlisted in the offsite doc."),
+        ]),
+    ]
+    for index, (owner, title, visibility, events) in enumerate(scripts):
+        if AgentTask.objects.filter(team=acme, owner=owner, title=title).exists():
+            continue
+        task = services.task_create(
+            team=acme, owner=owner, title=title, visibility=visibility,
+            created_at=now - timedelta(days=len(scripts) - index),
+        )
+        for actor, name, content in events:
+            services.task_event_add(task=task, actor=actor, name=name if actor != "tool" else "", content=content,
+                                    tool_name=name if actor == "tool" else "")
+    globex = ctx.teams["Globex"]
+    greta = ctx.users["admin@globex.test"]
+    if not AgentTask.objects.filter(team=globex).exists():
+        task = services.task_create(team=globex, owner=greta, title="Globex board deck", visibility=AgentTask.Visibility.PUBLIC)
+        services.task_event_add(task=task, actor="user", content="Collect Q2 numbers for the board deck.")
+
+
+def _meetings(ctx: DemoContext) -> None:
+    acme = ctx.teams["Acme"]
+    user = ctx.users["user@acme.test"]
+    admin = ctx.users["admin@acme.test"]
+    now = timezone.now()
+    meetings = [
+        (admin, "Acme weekly all-hands", True, [],
+         "Shipped the new onboarding flow on Tuesday. We always deploy to staging before prod. Initech is now our biggest customer; their CTO is Jane Park."),
+        (user, "Initech renewal call", False, ["admin@acme.test"],
+         "Jane Park (Initech CTO) wants a 2-year renewal. Priya Rao joined as Head of Legal and reviews every MSA change."),
+        (admin, "Hiring sync", False, [],
+         "Two backend roles open. Sarah Chen leads interviews; never schedule interviews on Fridays."),
+    ]
+    for index, (owner, title, public, shared, notes) in enumerate(meetings):
+        if Meeting.objects.filter(team=acme, title=title).exists():
+            continue
+        services.meeting_create(
+            team=acme, owner=owner, title=title, notes=notes, occurred_at=now - timedelta(days=3 - index, hours=2),
+            shared_with=[ctx.users[e] for e in shared], public=public,
+        )
+
+
+@transaction.atomic
+def seed() -> DemoContext:
+    ctx = DemoContext()
+    for email, name, flags in PEOPLE:
+        ctx.users[email] = _user(email, name, flags)
+    for team_name in sorted({team for team, _, _ in MEMBERSHIPS}):
+        ctx.teams[team_name] = Team.objects.get_or_create(name=team_name)[0]
+    for team_name, email, role in MEMBERSHIPS:
+        services.membership_set(team=ctx.teams[team_name], user=ctx.users[email], role=role)
+    _tasks(ctx)
+    _meetings(ctx)
+    for dotted in EXTRA_SEEDERS:
+        module_name, func_name = dotted.rsplit(".", 1)
+        getattr(import_module(module_name), func_name)(ctx)
+    return ctx

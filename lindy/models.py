@@ -1,0 +1,181 @@
+"""The assistant's core domain: people, teams, the task history and meetings."""
+
+import hashlib
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.utils import timezone
+
+
+class UserManager(BaseUserManager):
+    use_in_migrations = True
+
+    def _create_user(self, email, password, **extra):
+        if not email:
+            raise ValueError("An email address is required")
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_user(self, email, password=None, **extra):
+        extra.setdefault("is_staff", False)
+        extra.setdefault("is_superuser", False)
+        return self._create_user(email, password, **extra)
+
+    def create_superuser(self, email, password=None, **extra):
+        extra.setdefault("is_staff", True)
+        extra.setdefault("is_superuser", True)
+        return self._create_user(email, password, **extra)
+
+    def get_by_natural_key(self, email):
+        return self.get(email__iexact=email)
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    """A person who signs in by email."""
+
+    email = models.EmailField(unique=True)
+    name = models.CharField(max_length=150, blank=True)
+    is_active = models.BooleanField(default=True)
+    is_staff = models.BooleanField(default=False, help_text="May sign in to the Django admin.")
+    is_internal = models.BooleanField(
+        default=False, help_text="Works at Lindy: gets model rollouts first."
+    )
+    is_support = models.BooleanField(
+        default=False,
+        help_text="Support staff: sees channel health across teams, never memory, messages or actions.",
+    )
+    date_joined = models.DateTimeField(default=timezone.now)
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    class Meta:
+        ordering = ["email"]
+
+    def __str__(self):
+        return self.email
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.email.split("@")[0]
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=120, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        ADMIN = "admin", "Admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team")]
+
+    def __str__(self):
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A bearer token for machine clients. Only a hash is stored; the token is shown once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, help_text="First characters, to tell tokens apart.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.prefix}… ({self.user})"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+
+class AgentTask(models.Model):
+    """One task the assistant performed for a user: the history the validator reads."""
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Private"
+        PUBLIC = "public", "Public (whole team)"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tasks")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
+    title = models.CharField(max_length=300)
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["team", "visibility", "updated_at"]),
+            models.Index(fields=["owner", "updated_at"]),
+        ]
+
+    def __str__(self):
+        return self.title
+
+
+class TaskEvent(models.Model):
+    class Actor(models.TextChoices):
+        USER = "user", "The user"
+        ASSISTANT = "assistant", "The assistant"
+        TOOL = "tool", "A tool result"
+        EXTERNAL = "external", "An external party"
+
+    task = models.ForeignKey(AgentTask, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField(help_text="Order within the task, from 1.")
+    actor = models.CharField(max_length=10, choices=Actor.choices)
+    name = models.CharField(max_length=200, blank=True, help_text="Who, for an external party (e.g. a sender).")
+    content = models.TextField(blank=True)
+    tool_name = models.CharField(max_length=100, blank=True)
+    tool_arguments = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task", "seq"]
+        constraints = [models.UniqueConstraint(fields=["task", "seq"], name="event_seq_unique_per_task")]
+
+    def __str__(self):
+        return f"#{self.seq} {self.actor}: {self.content[:40]}"
+
+
+class Meeting(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="meetings")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="meetings")
+    title = models.CharField(max_length=300)
+    notes = models.TextField(blank=True)
+    occurred_at = models.DateTimeField(db_index=True)
+    shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_meetings")
+    public = models.BooleanField(default=False, help_text="In the team's public meeting library.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-occurred_at"]
+        indexes = [models.Index(fields=["team", "public", "occurred_at"])]
+
+    def __str__(self):
+        return self.title

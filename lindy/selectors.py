@@ -1,0 +1,44 @@
+"""Reads of the core domain, always through the permission rules."""
+
+from __future__ import annotations
+
+from django.core.cache import cache
+from django.db.models import Count, QuerySet
+
+from . import permissions
+from .models import AgentTask, Meeting, Membership
+from .services import HEARTBEAT_KEY
+
+
+def task_list(user) -> QuerySet[AgentTask]:
+    return (
+        permissions.visible_tasks(user)
+        .select_related("owner", "team")
+        .annotate(event_count=Count("events"))
+        .order_by("-updated_at", "-pk")
+    )
+
+
+def task_detail(user, task_id) -> AgentTask:
+    return permissions.get_visible_or_404(permissions.visible_tasks(user).select_related("owner", "team"), pk=task_id)
+
+
+def meeting_list(user) -> QuerySet[Meeting]:
+    return (
+        permissions.visible_meetings(user)
+        .select_related("owner", "team")
+        .prefetch_related("shared_with")
+        .order_by("-occurred_at", "-pk")
+    )
+
+
+def meeting_detail(user, meeting_id) -> Meeting:
+    return permissions.get_visible_or_404(meeting_list(user), pk=meeting_id)
+
+
+def memberships_of(user) -> list[Membership]:
+    return list(Membership.objects.filter(user=user).select_related("team").order_by("team__name"))
+
+
+def last_heartbeat() -> str | None:
+    return cache.get(HEARTBEAT_KEY)

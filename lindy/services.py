@@ -1,0 +1,98 @@
+"""Every write of the core domain."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
+
+HEARTBEAT_KEY = "lindy:heartbeat"
+
+
+def team_create(*, name: str) -> Team:
+    return Team.objects.create(name=name)
+
+
+def membership_set(*, team: Team, user: User, role: str = Membership.Role.MEMBER) -> Membership:
+    membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+    return membership
+
+
+def api_token_create(*, user: User, name: str = "") -> tuple[ApiToken, str]:
+    """Returns the token row and the clear-text key, which is never stored."""
+    key = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=key[: len(settings.API_TOKEN_PREFIX) + 6], key_hash=ApiToken.hash_key(key)
+    )
+    return token, key
+
+
+def api_token_authenticate(*, key: str) -> User | None:
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=ApiToken.hash_key(key), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    # Touch at most once a minute: a busy client should not write on every request.
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def task_create(
+    *, team: Team, owner: User, title: str, visibility: str = AgentTask.Visibility.PRIVATE,
+    created_at: datetime | None = None,
+) -> AgentTask:
+    return AgentTask.objects.create(
+        team=team, owner=owner, title=title, visibility=visibility, created_at=created_at or timezone.now()
+    )
+
+
+def task_event_add(
+    *, task: AgentTask, actor: str, content: str = "", name: str = "", tool_name: str = "",
+    tool_arguments: dict | None = None, created_at: datetime | None = None,
+) -> TaskEvent:
+    """Append an event; the sequence number is taken under a row lock so concurrent writers
+    never share one."""
+    with transaction.atomic():
+        locked = AgentTask.objects.select_for_update().get(pk=task.pk)
+        last = locked.events.aggregate(last=Max("seq"))["last"] or 0
+        event = TaskEvent.objects.create(
+            task=locked, seq=last + 1, actor=actor, name=name, content=content,
+            tool_name=tool_name, tool_arguments=tool_arguments, created_at=created_at or timezone.now(),
+        )
+        AgentTask.objects.filter(pk=task.pk).update(updated_at=timezone.now())
+    return event
+
+
+def meeting_create(
+    *, team: Team, owner: User, title: str, notes: str, occurred_at: datetime,
+    shared_with: list[User] | None = None, public: bool = False,
+) -> Meeting:
+    with transaction.atomic():
+        meeting = Meeting.objects.create(
+            team=team, owner=owner, title=title, notes=notes, occurred_at=occurred_at, public=public
+        )
+        if shared_with:
+            meeting.shared_with.set(shared_with)
+    return meeting
+
+
+def heartbeat_record() -> datetime:
+    now = timezone.now()
+    cache.set(HEARTBEAT_KEY, now.isoformat(), timeout=None)
+    return now
+
+
+def ping_record(*, token: str) -> None:
+    cache.set(f"lindy:ping:{token}", timezone.now().isoformat(), timeout=600)

@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+from .api_root import api
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("tasks/", views.task_list, name="task-list"),
+    path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
+    path("meetings/", views.meeting_list, name="meeting-list"),
+    path("meetings/<int:meeting_id>/", views.meeting_detail, name="meeting-detail"),
+    path("healthz", views.healthz, name="healthz"),
+    path("api/", api.urls),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,94 @@
+"""The real Anthropic client. The SDK retries 429, 5xx and timeouts with exponential
+backoff, bounded by ANTHROPIC_MAX_RETRIES."""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+
+import anthropic
+from django.conf import settings
+
+from ..types import CompletionRequest, ModelError, ProviderReply, ToolCall, Usage
+
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+
+
+@lru_cache(maxsize=8)
+def _client(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+
+
+def client() -> anthropic.Anthropic:
+    if not settings.ANTHROPIC_API_KEY:
+        raise ModelError("ANTHROPIC_API_KEY is not set.")
+    return _client(
+        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_MAX_RETRIES,
+        settings.ANTHROPIC_TIMEOUT,
+    )
+
+
+def _system_blocks(request: CompletionRequest) -> list[dict]:
+    if isinstance(request.system, str):
+        blocks = [{"type": "text", "text": request.system}] if request.system else []
+    else:
+        blocks = copy.deepcopy(request.system)
+    if request.cache and blocks:
+        blocks[-1]["cache_control"] = CACHE_BREAKPOINT
+    return blocks
+
+
+def _tools(request: CompletionRequest) -> list[dict] | None:
+    if not request.tools:
+        return None
+    tools = copy.deepcopy(request.tools)
+    if request.cache:
+        tools[-1]["cache_control"] = CACHE_BREAKPOINT
+    return tools
+
+
+def complete(request: CompletionRequest) -> ProviderReply:
+    kwargs = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": request.messages,
+    }
+    system = _system_blocks(request)
+    if system:
+        kwargs["system"] = system
+    tools = _tools(request)
+    if tools:
+        kwargs["tools"] = tools
+    if request.tool_choice:
+        kwargs["tool_choice"] = request.tool_choice
+    try:
+        message = client().messages.create(**kwargs)
+    except anthropic.APIError as exc:
+        raise ModelError(f"{type(exc).__name__}: {exc}") from exc
+    text = "".join(block.text for block in message.content if block.type == "text")
+    calls = [
+        ToolCall(id=block.id, name=block.name, input=dict(block.input or {}))
+        for block in message.content
+        if block.type == "tool_use"
+    ]
+    usage = message.usage
+    return ProviderReply(
+        text=text,
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0,
+        ),
+        stop_reason=message.stop_reason or "",
+        model=message.model or request.model,
+    )
+
+
+def count_tokens(*, model: str, text: str) -> int:
+    try:
+        result = client().messages.count_tokens(model=model, messages=[{"role": "user", "content": text}])
+    except anthropic.APIError as exc:
+        raise ModelError(f"{type(exc).__name__}: {exc}") from exc
+    return result.input_tokens

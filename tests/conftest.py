@@ -1,0 +1,75 @@
+"""Shared fixtures: the role cast, API clients, a real Celery worker, local fake servers."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from lindy import services
+from lindy.models import Membership
+from tests.factories import TeamFactory, UserFactory, member_of
+
+pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The cache outlives a test's database transaction: start every test without it."""
+    cache.clear()
+    yield
+
+
+class Cast:
+    """Two teams and every role: the people the permission matrix is about."""
+
+    def __init__(self):
+        self.team = TeamFactory(name="Acme")
+        self.other_team = TeamFactory(name="Globex")
+        self.admin = member_of(self.team, Membership.Role.ADMIN, email="admin@acme.example")
+        self.member = member_of(self.team, Membership.Role.MEMBER, email="member@acme.example", is_internal=True)
+        self.other_admin = member_of(self.other_team, Membership.Role.ADMIN, email="admin@globex.example")
+        self.support = UserFactory(email="support@lindy.example", is_support=True)
+        self.superuser = UserFactory(email="root@lindy.example", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def cast(db) -> Cast:
+    return Cast()
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+class ApiClient:
+    """A bearer-token JSON client, the way machine clients call /api/."""
+
+    def __init__(self, user):
+        _, self.token = services.api_token_create(user=user)
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {self.token}")
+
+    def get(self, path, **params):
+        return self.client.get(path, params)
+
+    def post(self, path, data=None, raw: str | bytes | None = None):
+        import json
+
+        body = raw if raw is not None else json.dumps(data if data is not None else {})
+        return self.client.post(path, body, content_type="application/json")
+
+    def put(self, path, data=None, raw=None):
+        import json
+
+        body = raw if raw is not None else json.dumps(data if data is not None else {})
+        return self.client.put(path, body, content_type="application/json")
+
+    def delete(self, path):
+        return self.client.delete(path)
+
+
+@pytest.fixture
+def api_for(db):
+    return ApiClient
