@@ -16,7 +16,7 @@ TABLE_CACHE_KEY = "router:table:v1"
 
 DEFAULT_TARGETS = [
     {
-        "name": "claude-sonnet-4-5-anthropic", "provider": "anthropic", "model": "claude-sonnet-4-5",
+        "name": "claude-sonnet-4-6-anthropic", "provider": "anthropic", "model": "claude-sonnet-4-6",
         "input_price": "3", "output_price": "15", "cache_write_price": "3.75", "cache_read_price": "0.30",
     },
     {
@@ -28,7 +28,7 @@ DEFAULT_TARGETS = [
         "input_price": "0", "output_price": "0", "cache_write_price": "0", "cache_read_price": "0",
     },
 ]
-DEFAULT_TARGET = "claude-sonnet-4-5-anthropic"
+DEFAULT_TARGET = "claude-sonnet-4-6-anthropic"
 
 # The routes the product calls, with what they are for.
 KNOWN_ROUTES = {

@@ -6,6 +6,7 @@ running `make run` never see each other's state. Redis is used when REDIS_URL is
 or when a server answers on 127.0.0.1:6379; tests that need it skip otherwise.
 """
 
+import hashlib
 import os
 import socket
 from pathlib import Path
@@ -26,16 +27,18 @@ def _redis_reachable(host: str, port: int) -> bool:
 
 def _worker_redis_url(url: str) -> str:
     parts = urlsplit(url)
-    base_db = int(parts.path.strip("/") or 0)
-    # Databases 1..15 by worker: a test that flushes its cache flushes only its own.
+    # Databases 1..15 by worker (and by checkout, with LINDY_TEST_REDIS_DB_BASE): a test
+    # that flushes its cache flushes only its own.
+    base_db = int(os.environ.get("LINDY_TEST_REDIS_DB_BASE", 0))
     db = 1 + (base_db + WORKER_INDEX) % 15
     return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
 
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lindy.settings")
 os.environ["LINDY_VAR_DIR"] = str(ROOT / "var" / "test" / WORKER)
-os.environ["CELERY_QUEUE"] = f"lindy-test-{WORKER}"
-os.environ["LINDY_CACHE_PREFIX"] = f"test-{WORKER}"
+CHECKOUT = hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]
+os.environ["CELERY_QUEUE"] = f"lindy-test-{CHECKOUT}-{WORKER}"
+os.environ["LINDY_CACHE_PREFIX"] = f"test-{CHECKOUT}-{WORKER}"
 os.environ.setdefault("LINDY_MODEL_OFFLINE", "1")
 os.environ.pop("ANTHROPIC_API_KEY", None)
 if not os.environ.get("REDIS_URL") and _redis_reachable("127.0.0.1", 6379):
