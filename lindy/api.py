@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from . import permissions, selectors, services
@@ -86,20 +86,16 @@ class TaskOut(Schema):
 class TaskDetailOut(TaskOut):
     events: list[EventOut]
 
-
-def _task_detail(task: AgentTask) -> dict:
-    return {
-        "id": task.pk, "team_id": task.team_id, "owner": task.owner, "title": task.title,
-        "visibility": task.visibility, "created_at": task.created_at, "updated_at": task.updated_at,
-        "events": list(task.events.all()),
-    }
+    @staticmethod
+    def resolve_events(task: AgentTask) -> list:
+        return list(task.events.all())
 
 
 @router.post("/tasks", response={201: TaskDetailOut}, summary="Create an agent task")
 def task_create(request, payload: TaskIn):
     team = permissions.team_for_new_object(request.user, payload.team_id)
     task = services.task_create(team=team, owner=request.user, title=payload.title, visibility=payload.visibility)
-    return 201, _task_detail(task)
+    return Status(201, task)
 
 
 @router.get("/tasks", response=list[TaskOut], summary="Tasks you own and your teams' public tasks")
@@ -110,7 +106,7 @@ def task_list(request):
 
 @router.get("/tasks/{task_id}", response=TaskDetailOut, summary="A task with its ordered events")
 def task_get(request, task_id: int):
-    return _task_detail(selectors.task_detail(request.user, task_id))
+    return selectors.task_detail(request.user, task_id)
 
 
 @router.post("/tasks/{task_id}/events", response={201: EventOut}, summary="Append an event to a task")
@@ -121,7 +117,7 @@ def task_event_add(request, task_id: int, payload: EventIn):
     if payload.tool_arguments is not None and not payload.tool_name:
         raise ApiError(422, "tool_arguments needs a tool_name.")
     event = services.task_event_add(task=task, **payload.dict())
-    return 201, event
+    return Status(201, event)
 
 
 class MeetingIn(Schema):
@@ -161,7 +157,7 @@ def meeting_create(request, payload: MeetingIn):
         team=team, owner=request.user, title=payload.title, notes=payload.notes,
         occurred_at=payload.occurred_at, shared_with=people, public=payload.public,
     )
-    return 201, selectors.meeting_detail(request.user, meeting.pk)
+    return Status(201, selectors.meeting_detail(request.user, meeting.pk))
 
 
 @router.get("/meetings", response=list[MeetingOut], summary="Meetings you own, shared with you, or public")

@@ -93,6 +93,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "lindy.context_processors.navigation",
             ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     },
 ]
@@ -113,6 +114,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "lindy.User"
+if os.environ.get("LINDY_FAST_PASSWORD_HASHER"):
+    # Tests only: the default hasher costs ~0.3 s a user by design.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -155,10 +159,10 @@ else:
         }
     }
 
-# Celery. Time limits stay well below the broker's visibility timeout so a task
-# that runs long is killed before the broker hands it to another worker.
+# Celery. The hard time limit stays well below the broker's visibility timeout so a task
+# that runs long is killed before the broker hands it to another worker. (No global soft
+# limit: a task that sets a shorter hard limit would then be refused by Celery.)
 CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", 900))
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 3600))
 if REDIS_URL:
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)

@@ -1,0 +1,63 @@
+"""Celery: a real worker on Redis, the task defaults, and the beat entries created by code."""
+
+import uuid
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.core.management import call_command
+from django_celery_beat.models import PeriodicTask
+
+from lindy import schedules
+from lindy.celery import app
+from lindy.tasks import heartbeat, ping
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_a_task(celery_worker_process):
+    import time
+
+    celery_worker_process.start()
+    token = uuid.uuid4().hex
+    ping.delay(token)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and cache.get(f"lindy:ping:{token}") is None:
+        time.sleep(0.1)
+    assert cache.get(f"lindy:ping:{token}") is not None, celery_worker_process.log()
+
+
+def test_task_defaults_are_safe():
+    conf = app.conf
+    assert conf.task_serializer == "json" and conf.accept_content == ["json"]
+    assert conf.task_acks_late is True
+    assert conf.task_time_limit < settings.CELERY_VISIBILITY_TIMEOUT
+    assert conf.beat_scheduler == "django_celery_beat.schedulers:DatabaseScheduler"
+
+
+@pytest.mark.django_db
+def test_beat_entries_exist_after_migrate_and_sync_is_idempotent():
+    names = {entry.name for entry in schedules.registered()}
+    assert "lindy.heartbeat" in names
+    assert names <= set(PeriodicTask.objects.values_list("name", flat=True))
+    before = PeriodicTask.objects.count()
+    call_command("sync_schedules", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert PeriodicTask.objects.count() == before
+
+
+@pytest.mark.django_db
+def test_sync_keeps_hand_edited_intervals():
+    from django_celery_beat.models import IntervalSchedule
+
+    task = PeriodicTask.objects.get(name="lindy.heartbeat")
+    task.interval = IntervalSchedule.objects.create(every=300, period=IntervalSchedule.SECONDS)
+    task.save()
+    schedules.sync()
+    assert PeriodicTask.objects.get(name="lindy.heartbeat").interval.every == 300
+
+
+@pytest.mark.django_db
+def test_heartbeat_shows_on_healthz(client):
+    heartbeat()
+    body = client.get("/healthz").json()
+    assert body["database"] == "ok" and body["cache"] == "ok" and body["last_beat"]
