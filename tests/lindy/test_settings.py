@@ -1,0 +1,52 @@
+"""Settings come from the environment; production refuses to start half-configured."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_settings(tmp_path, **env):
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "DEBUG", "ANTHROPIC_API_KEY", "LINDY_MODEL_OFFLINE"}}
+    clean.update(env, LINDY_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="lindy.settings")
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL.split(':')[0], s.MODEL_OFFLINE, s.DEBUG, "
+        "s.CACHES['default']['BACKEND'].rsplit('.', 1)[-1], getattr(s, 'SECURE_HSTS_SECONDS', 0), getattr(s, 'SESSION_COOKIE_SECURE', False))"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+
+
+def test_no_environment_means_embedded_defaults(tmp_path):
+    result = _load_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    engine, broker, offline, debug, cache, hsts, secure = result.stdout.split()
+    assert engine == "django.db.backends.sqlite3" and broker == "filesystem"
+    assert offline == "True" and debug == "True" and cache == "FileBasedCache"
+    assert (tmp_path / "var" / "broker" / "queue").is_dir()
+
+
+def test_urls_switch_database_broker_cache_and_model(tmp_path):
+    result = _load_settings(
+        tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/lindy", REDIS_URL="redis://127.0.0.1:6379/0",
+        ANTHROPIC_API_KEY="sk-test",
+    )
+    assert result.returncode == 0, result.stderr
+    engine, broker, offline, _, cache, _, _ = result.stdout.split()
+    assert engine == "django.db.backends.postgresql" and broker == "redis"
+    assert offline == "False" and cache == "RedisCache"
+
+
+def test_production_requires_secret_key_and_allowed_hosts(tmp_path):
+    result = _load_settings(tmp_path, DEBUG="0")
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr and "ALLOWED_HOSTS" in result.stderr
+
+
+def test_production_is_secure_when_configured(tmp_path):
+    result = _load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50, ALLOWED_HOSTS="lindy.example.com")
+    assert result.returncode == 0, result.stderr
+    _, _, _, debug, _, hsts, secure = result.stdout.split()
+    assert debug == "False" and int(hsts) > 0 and secure == "True"
