@@ -41,6 +41,8 @@ os.environ["CELERY_QUEUE"] = f"lindy-test-{CHECKOUT}-{WORKER}"
 os.environ["LINDY_CACHE_PREFIX"] = f"test-{CHECKOUT}-{WORKER}"
 os.environ.setdefault("LINDY_MODEL_OFFLINE", "1")
 os.environ["LINDY_FAST_PASSWORD_HASHER"] = "1"
+# Persistent connections outlive a test and block dropping the test database.
+os.environ["DB_CONN_MAX_AGE"] = "0"
 os.environ.pop("ANTHROPIC_API_KEY", None)
 if not os.environ.get("REDIS_URL") and _redis_reachable("127.0.0.1", 6379):
     os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/0"
