@@ -296,6 +296,9 @@ class CallSample(models.Model):
     judged_at = models.DateTimeField(null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self):
+        return f"sample of call {self.call_id}"
+
 
 class EvalRun(models.Model):
     """One run of a route's offline eval set against a (target, prompt variant)."""
@@ -347,3 +350,6 @@ class EvalResult(models.Model):
     class Meta:
         ordering = ["pk"]
         constraints = [models.UniqueConstraint(fields=["run", "case_id"], name="one_result_per_case")]
+
+    def __str__(self):
+        return f"{self.case_id}: {'pass' if self.passed else 'fail'}"
