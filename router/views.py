@@ -142,7 +142,7 @@ def rollout_detail(request, rollout_id: int):
     context["share_chart"] = {
         "type": "line", "labels": share["labels"],
         "datasets": [
-            {"label": "Calls on the candidate (%)", "data": share["share"]},
+            {"label": "Calls on the candidate (%, internal users included)", "data": share["share"]},
             {"label": "Configured percentage", "data": share["configured"], "stepped": True, "borderDash": [4, 4]},
         ],
         "options": {"scales": {"y": {"min": 0, "max": 100}}},
