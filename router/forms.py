@@ -97,3 +97,11 @@ class ChoiceForm(forms.Form):
         self.fields["route"].choices = [("", "All routes")] + [
             (name, name) for name in Route.objects.order_by("name").values_list("name", flat=True)
         ]
+
+
+class StagesForm(forms.Form):
+    stages = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}),
+                             help_text="One stage per line: percent, minimum hours, minimum scored calls.")
+
+    def clean_stages(self):
+        return parse_stages(self.cleaned_data["stages"])

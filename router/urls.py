@@ -12,6 +12,7 @@ urlpatterns = [
     path("routes/<str:name>/rollouts/", views.rollout_start, name="rollout-start"),
     path("routes/<str:name>/evals/", views.eval_start, name="eval-start"),
     path("rollouts/<int:rollout_id>/", views.rollout_detail, name="rollout"),
+    path("rollouts/<int:rollout_id>/stages/", views.rollout_stages, name="rollout-stages"),
     path("rollouts/<int:rollout_id>/<slug:action>/", views.rollout_action, name="rollout-action"),
     path("evals/<int:run_id>/", views.eval_run_detail, name="eval-run"),
     path("targets/", views.targets, name="targets"),

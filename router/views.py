@@ -15,9 +15,19 @@ from django.views.decorators.http import require_POST
 from lindy import permissions
 
 from . import routing, selectors, services
-from .forms import BaselineForm, ChoiceForm, EvalRunForm, ProviderForm, RolloutForm, TargetForm, VariantForm
+from .forms import (
+    BaselineForm,
+    ChoiceForm,
+    EvalRunForm,
+    ProviderForm,
+    RolloutForm,
+    StagesForm,
+    TargetForm,
+    VariantForm,
+)
 from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
+from .services.rollouts import stages_text
 
 PAGE_SIZE = 25
 COST_DAYS = (7, 14, 30)
@@ -127,10 +137,11 @@ def rollout_start(request, name: str):
 
 
 @login_required
-def rollout_detail(request, rollout_id: int):
+def rollout_detail(request, rollout_id: int, stages_form=None, status=200):
     _manager(request)
     rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline"), pk=rollout_id)
     context = {
+        "stages_form": stages_form or StagesForm(initial={"stages": stages_text(rollout.stages)}),
         "rollout": rollout,
         "events": selectors.rollout_events(rollout),
         "calls": selectors.arm_calls(rollout),
@@ -147,8 +158,25 @@ def rollout_detail(request, rollout_id: int):
         ],
         "options": {"scales": {"y": {"min": 0, "max": 100}}},
     }
-    template = "router/rollout.html#rollout-panel" if request.htmx else "router/rollout.html"
-    return render(request, template, context)
+    template = "router/rollout.html#rollout-panel" if request.htmx and status == 200 else "router/rollout.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_POST
+def rollout_stages(request, rollout_id: int):
+    _manager(request)
+    rollout = get_object_or_404(Rollout, pk=rollout_id)
+    form = StagesForm(request.POST)
+    if form.is_valid():
+        try:
+            services.rollout_stages_update(rollout=rollout, stages=form.cleaned_data["stages"], actor=request.user)
+        except ValidationError as exc:
+            form.add_error("stages", exc)
+    if not form.is_valid():
+        return rollout_detail(request, rollout_id, stages_form=form, status=400)
+    messages.success(request, "Stages updated.")
+    return redirect("router:rollout", rollout_id=rollout.pk)
 
 
 ROLLOUT_ACTIONS = {

@@ -10,6 +10,7 @@ from .rollouts import (
     rollout_ramp,
     rollout_resume,
     rollout_roll_back,
+    rollout_stages_update,
     rollout_start,
 )
 from .scores import call_score_record, register_metric
@@ -17,5 +18,5 @@ from .scores import call_score_record, register_metric
 __all__ = [
     "call_score_record", "eval_run_create", "eval_run_execute", "guardrails_check_all", "model_choice_clear",
     "model_choice_set", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
-    "rollout_resume", "rollout_roll_back", "rollout_start",
+    "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start",
 ]

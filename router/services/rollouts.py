@@ -134,6 +134,24 @@ def rollout_ramp(*, rollout: Rollout, reason: str, actor=None, evidence: dict | 
     return rollout
 
 
+def rollout_stages_update(*, rollout: Rollout, stages: list[dict], actor=None) -> Rollout:
+    """Edit the stages of an active rollout. The current percentage must stay one of the
+    stages: editing never moves anyone off the candidate, it changes what comes next."""
+    stages = validate_stages(stages)
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if not rollout.is_active:
+            raise ValidationError("Only an active rollout's stages can be edited.")
+        current = float(rollout.percent)
+        index = next((i for i, s in enumerate(stages) if abs(s["percent"] - current) < 1e-9), None)
+        if index is None:
+            raise ValidationError(f"The stages must include the current percentage ({_num(current)}%).")
+        rollout.stages = stages
+        rollout.stage_index = index
+        rollout.save()
+    return rollout
+
+
 def rollout_pause(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout:
     with transaction.atomic():
         rollout = _locked(rollout)

@@ -176,3 +176,38 @@ def test_score_signal_interface_rejects_bad_input(rollout):
     services.call_score_record(call_id=call.pk, metric="test.thumbs", value=1)
     services.call_score_record(call_id=call.pk, metric="test.thumbs", value=0)  # replaces
     assert CallScore.objects.get(call=call, metric="test.thumbs").value == 0
+
+
+def test_stages_are_editable_without_moving_anyone_back(rollout, cast):
+    services.rollout_ramp(rollout=rollout, reason="test")
+    rollout.refresh_from_db()
+    assert rollout.percent == 10
+    services.rollout_stages_update(rollout=rollout, stages=[
+        {"percent": 1, "min_hours": 24, "min_samples": 10}, {"percent": 10, "min_hours": 12, "min_samples": 5},
+        {"percent": 50, "min_hours": 24, "min_samples": 20}, {"percent": 100, "min_hours": 0, "min_samples": 0}])
+    rollout.refresh_from_db()
+    assert rollout.stage_index == 1 and rollout.next_stage["percent"] == 50
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="current percentage"):
+        services.rollout_stages_update(rollout=rollout, stages=[{"percent": 25, "min_hours": 1, "min_samples": 1}])
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    bad = client.post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "5 1 1\n100 0 0"})
+    assert bad.status_code == 400 and "current percentage" in bad.content.decode()
+    ok = client.post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "10 1 1\n100 0 0"})
+    assert ok.status_code == 302
+    rollout.refresh_from_db()
+    assert rollout.stage_index == 0 and len(rollout.stages) == 2
+    assert client_for(cast.admin).post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "10 1 1"}).status_code == 404
+
+
+def test_guardrail_job_is_on_the_beat_schedule(db):
+    from django_celery_beat.models import PeriodicTask
+
+    from lindy import schedules
+
+    schedules.sync()
+    entry = PeriodicTask.objects.get(name="router.guardrails")
+    assert entry.task == "router.tasks.guardrails_check" and entry.interval.every == 900

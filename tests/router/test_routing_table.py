@@ -90,3 +90,12 @@ def test_completing_a_rollout_makes_the_candidate_the_baseline(cast):
     assignment = routing.assign("email.draft", cast.other_admin)
     assert (assignment.target.name, assignment.prompt_variant, assignment.reason) == (target.name, "flash-tuned", "baseline")
     assert [e.kind for e in rollout.events.all()] == ["started", "completed"]
+
+
+@pytest.mark.django_db
+def test_a_gateway_call_costs_only_its_own_record(cast, django_assert_num_queries, offline_rule, settings):
+    settings.ROUTER_ONLINE_EVAL_SAMPLE_RATE = 0.0
+    offline_rule("agent", lambda request: OfflineReply(text="ok"))
+    gateway.complete(route="agent", user=cast.member, messages=[{"role": "user", "content": "hi"}])
+    with django_assert_num_queries(1):  # the ModelCall insert; routing is free
+        gateway.complete(route="agent", user=cast.member, messages=[{"role": "user", "content": "hi"}])
