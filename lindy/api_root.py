@@ -76,3 +76,6 @@ def on_too_big(request, exc):
 from .api import router as core_router  # noqa: E402
 
 api.add_router("", core_router)
+from router.api import router as router_router  # noqa: E402
+
+api.add_router("/router", router_router)

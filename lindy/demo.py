@@ -137,3 +137,5 @@ def seed() -> DemoContext:
         module_name, func_name = dotted.rsplit(".", 1)
         getattr(import_module(module_name), func_name)(ctx)
     return ctx
+
+EXTRA_SEEDERS.append("router.demo.seed")

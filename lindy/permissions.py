@@ -140,3 +140,15 @@ def get_visible_or_404(queryset: QuerySet, **lookup):
 
 def users_in_teams(user) -> QuerySet[User]:
     return User.objects.filter(memberships__team_id__in=team_ids(user)).distinct()
+
+
+# Router (models).
+
+def can_choose_model_only(user) -> bool:
+    """Team members who do not see the Models section still pick their own model there."""
+    return can_use_workspace(user) and not can_view_team_usage(user)
+
+
+def can_view_assignment(user, subject_id: int) -> bool:
+    """'Why this model?' answers for the user themself and superusers."""
+    return is_superuser(user) or getattr(user, "pk", None) == subject_id

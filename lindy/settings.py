@@ -216,3 +216,10 @@ LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "lindy.agent.han
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
+
+# Router (model routing, rollouts, cost).
+# Share of rollout calls whose request and answer are kept for the online judge.
+ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE_RATE", 0.1))
+# Samples the guardrail job sends to the judge route per run, per rollout.
+ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
+ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))

@@ -1,25 +1,91 @@
 from django.contrib import admin
 
-from .models import ModelCall, Route, Target
+from .models import (
+    CallScore,
+    EvalRun,
+    ModelCall,
+    ModelChoice,
+    PromptVariant,
+    Provider,
+    Rollout,
+    RolloutEvent,
+    Route,
+    Target,
+)
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "base_url", "api_key_env"]
 
 
 @admin.register(Target)
 class TargetAdmin(admin.ModelAdmin):
-    list_display = ["name", "provider", "model", "quantization", "input_price", "output_price"]
-    list_filter = ["provider"]
+    list_display = ["name", "provider", "host", "model", "quantization", "input_price", "output_price", "user_selectable"]
+    list_filter = ["provider", "host"]
     search_fields = ["name", "model"]
 
 
 @admin.register(Route)
 class RouteAdmin(admin.ModelAdmin):
-    list_display = ["name", "baseline", "max_tokens", "updated_at"]
+    list_display = ["name", "baseline", "baseline_variant", "max_tokens", "updated_at"]
     list_select_related = ["baseline"]
+
+
+@admin.register(PromptVariant)
+class PromptVariantAdmin(admin.ModelAdmin):
+    list_display = ["route", "name", "description"]
+    list_select_related = ["route"]
+
+
+class RolloutEventInline(admin.TabularInline):
+    model = RolloutEvent
+    extra = 0
+    readonly_fields = ["kind", "from_percent", "to_percent", "reason", "actor", "created_at"]
+    fields = readonly_fields
+    can_delete = False
+
+
+@admin.register(Rollout)
+class RolloutAdmin(admin.ModelAdmin):
+    """Read-only here: state changes go through the rollout page so each one records its reason."""
+
+    list_display = ["route", "candidate", "candidate_variant", "status", "percent", "created_at"]
+    list_filter = ["status"]
+    list_select_related = ["route", "candidate"]
+    inlines = [RolloutEventInline]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(ModelChoice)
+class ModelChoiceAdmin(admin.ModelAdmin):
+    list_display = ["user", "route", "target", "updated_at"]
+    list_select_related = ["user", "target"]
+
+
+@admin.register(EvalRun)
+class EvalRunAdmin(admin.ModelAdmin):
+    list_display = ["route", "target", "variant", "status", "passed", "total", "score", "created_at"]
+    list_select_related = ["route", "target"]
+
+
+@admin.register(CallScore)
+class CallScoreAdmin(admin.ModelAdmin):
+    list_display = ["call", "metric", "value", "source", "created_at"]
+    list_filter = ["metric"]
+    raw_id_fields = ["call"]
 
 
 @admin.register(ModelCall)
 class ModelCallAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "route", "provider", "model", "user", "input_tokens", "output_tokens", "cost", "latency_ms", "error"]
-    list_filter = ["route", "provider"]
+    list_display = ["created_at", "route", "provider", "model", "arm", "prompt_variant", "user", "input_tokens",
+                    "output_tokens", "cost", "latency_ms", "error"]
+    list_filter = ["route", "provider", "arm"]
     list_select_related = ["user"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in ModelCall._meta.fields]

@@ -6,8 +6,25 @@ class RouterConfig(AppConfig):
     verbose_name = "Model router"
 
     def ready(self):
+        from django.conf import settings
         from django.db.models.signals import post_migrate
 
-        from . import routing, signals  # noqa: F401  (cache invalidation)
+        from lindy import navigation, permissions, schedules
+
+        from . import offline_policies, routing, signals  # noqa: F401  (offline rules, cache invalidation)
 
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
+        navigation.register(
+            navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)
+        )
+        navigation.register(
+            navigation.NavItem("my-model", "My model", "router:my-model", permissions.can_choose_model_only, order=41)
+        )
+        schedules.register(
+            schedules.Periodic(
+                name="router.guardrails",
+                task="router.tasks.guardrails_check",
+                every_seconds=settings.ROUTER_GUARDRAIL_EVERY_SECONDS,
+                description="Judges sampled calls, then ramps healthy rollouts or rolls back degraded ones.",
+            )
+        )

@@ -2,38 +2,74 @@
 
     completion = complete(route="validator", user=user, system=..., messages=[...], tools=[...])
 
-picks the target for (route, user), calls its provider, and records the call (tokens,
-cache reads and writes, cost, latency, error) whether it succeeded or not.
+picks the target for (route, user) (router.routing: explicit choice, internal user, rollout
+bucket, baseline), calls its provider, and records the call (tokens, cache reads and writes,
+cost, latency, arm, prompt variant, error) whether it succeeded or not.
+
+Prompt variants. A rollout's candidate is a (target, prompt variant) pair, so a caller whose
+prompt depends on the variant builds it from the variant the router chose. Two ways:
+
+1. Pass a builder; it gets the variant name and returns any of system/messages/tools/tool_choice:
+
+       complete(route="email.draft", user=user,
+                prompt=lambda variant: {"system": prompts.system(variant=variant),
+                                        "messages": prompts.messages(thread, variant=variant)})
+
+2. Ask first, build, then pass the assignment back (so the call is served by what was asked):
+
+       assignment = assign("email.draft", user)
+       system = prompts.system(variant=assignment.prompt_variant)
+       complete(route="email.draft", user=user, assignment=assignment, system=system, messages=...)
+
+Callers that ignore variants keep working: the route's `default` variant is what they build.
+Completion.prompt_variant and ModelCall.prompt_variant say which variant served the call.
+
+Outcome signals (draft heavily edited, action blocked...) are reported against
+Completion.call_id with router.services.call_score_record(call_id=..., metric=..., value=...).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import random
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 
 from . import routing
-from .models import ModelCall
+from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
 from .providers import anthropic as anthropic_provider
 from .providers import offline as offline_provider
+from .providers import openai_compat
+from .routing import Assignment
 from .types import Completion, CompletionRequest, ModelError, ProviderReply, Usage
 
 logger = logging.getLogger(__name__)
 
 PROVIDERS = {
     "anthropic": anthropic_provider.complete,
+    "openai": openai_compat.complete,
     "offline": offline_provider.complete,
 }
+# A sampled call's request is kept for the online judge only when it is this small.
+MAX_SAMPLE_BYTES = 200_000
 
 
 def register_provider(name: str, func) -> None:
+    """func(request: CompletionRequest, target: TargetInfo) -> ProviderReply."""
     PROVIDERS[name] = func
 
 
 def offline_mode() -> bool:
     return settings.MODEL_OFFLINE
+
+
+def assign(route: str, user=None) -> Assignment:
+    """The target and prompt variant that will serve `route` for `user`, and why."""
+    return routing.assign(route, user)
 
 
 def complete(
@@ -42,14 +78,25 @@ def complete(
     user=None,
     team=None,
     system: str | list[dict] = "",
-    messages: list[dict],
+    messages: list[dict] | None = None,
     tools: list[dict] | None = None,
     tool_choice: dict | None = None,
     max_tokens: int | None = None,
     cache: bool = True,
     metadata: dict | None = None,
+    assignment: Assignment | None = None,
+    prompt: Callable[[str], dict] | None = None,
 ) -> Completion:
-    assignment = routing.assign(route, user)
+    if assignment is None:
+        assignment = routing.assign(route, user)
+    if prompt is not None:
+        built = prompt(assignment.prompt_variant) or {}
+        system = built.get("system", system)
+        messages = built.get("messages", messages)
+        tools = built.get("tools", tools)
+        tool_choice = built.get("tool_choice", tool_choice)
+    if messages is None:
+        raise TypeError("complete() needs messages= or a prompt= builder that returns them.")
     target = assignment.target
     provider = "offline" if offline_mode() else target.provider
     request = CompletionRequest(
@@ -65,7 +112,7 @@ def complete(
         call = PROVIDERS.get(provider)
         if call is None:
             raise ModelError(f"Unknown provider {provider!r} for route {route!r}.")
-        reply = call(request)
+        reply = call(request, target)
     except ModelError as exc:
         error = str(exc)
     except Exception as exc:  # a provider bug must still be recorded, then surface as ModelError
@@ -73,32 +120,47 @@ def complete(
         error = f"{type(exc).__name__}: {exc}"
     latency_ms = int((time.monotonic() - started) * 1000)
     usage = reply.usage if reply else Usage()
-    cost = target.cost(usage) if provider == target.provider else 0
+    served_by_target = provider == target.provider
     record = ModelCall.objects.create(
         route=route,
         user=user if getattr(user, "pk", None) else None,
         team=team,
-        target_id=target.id if provider == target.provider else None,
+        target_id=target.id if served_by_target else None,
         provider=provider,
         model=reply.model if reply else request.model,
         prompt_variant=assignment.prompt_variant,
         arm=assignment.arm,
+        rollout_id=assignment.rollout_id,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
-        cost=cost,
+        cost=target.cost(usage) if served_by_target else 0,
         latency_ms=latency_ms,
         stop_reason=reply.stop_reason if reply else "",
         error=error,
     )
     if reply is None:
         raise ModelError(error)
+    if assignment.rollout_id and random.random() < settings.ROUTER_ONLINE_EVAL_SAMPLE_RATE:
+        _keep_sample(record, request, reply)
     return Completion(
         route=route, text=reply.text, tool_calls=reply.tool_calls, usage=usage, cost=record.cost,
         provider=provider, model=record.model, stop_reason=record.stop_reason,
         prompt_variant=assignment.prompt_variant, call_id=record.pk, latency_ms=latency_ms,
     )
+
+
+def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderReply) -> None:
+    """Keep a rollout call's request and answer so the online judge can score it later."""
+    payload = {
+        "system": request.system_text(), "messages": request.messages,
+        "tools": [t.get("name") for t in request.tools or []],
+    }
+    answer = {"text": reply.text, "tool_calls": [{"name": c.name, "input": c.input} for c in reply.tool_calls]}
+    if len(json.dumps(payload, default=str)) > MAX_SAMPLE_BYTES:
+        return
+    CallSample.objects.create(call=record, request=json.loads(json.dumps(payload, default=str)), response=answer)
 
 
 def count_tokens(*, text: str, route: str = "memory.count_tokens", user=None) -> tuple[int, bool]:

@@ -1,9 +1,36 @@
-"""Which model serves each route, and what every call cost."""
+"""Which model serves each route, how routes move to cheaper models, and what every call cost."""
 
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
+
+
+class Provider(models.Model):
+    """An inference host. OpenAI-compatible hosts have a base URL and an API key read from
+    the environment variable named here: keys never live in the database."""
+
+    class Kind(models.TextChoices):
+        ANTHROPIC = "anthropic", "Anthropic"
+        OPENAI_COMPATIBLE = "openai", "OpenAI-compatible"
+        OFFLINE = "offline", "Offline rules"
+
+    name = models.SlugField(max_length=60, unique=True, help_text="e.g. atlas, deepseek, anthropic")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    base_url = models.URLField(blank=True, help_text="e.g. https://api.example.com/v1 (chat completions host).")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable that holds the API key."
+    )
+    timeout_seconds = models.PositiveIntegerField(default=60)
+    max_retries = models.PositiveSmallIntegerField(default=2)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
 
 
 class Target(models.Model):
@@ -18,7 +45,14 @@ class Target(models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text="e.g. claude-sonnet-4-5@anthropic")
     provider = models.CharField(max_length=20, choices=Provider.choices)
     model = models.CharField(max_length=120)
+    host = models.ForeignKey(
+        "router.Provider", null=True, blank=True, on_delete=models.PROTECT, related_name="targets",
+        help_text="Where the model is served (base URL and key). Required for OpenAI-compatible targets.",
+    )
     quantization = models.CharField(max_length=30, blank=True, help_text="As the provider declares it.")
+    user_selectable = models.BooleanField(
+        default=False, help_text="Users may pick this target explicitly in their profile."
+    )
     # Prices in USD per million tokens.
     input_price = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     output_price = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
@@ -48,6 +82,7 @@ class Route(models.Model):
     name = models.CharField(max_length=60, unique=True)
     description = models.CharField(max_length=300, blank=True)
     baseline = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="baseline_routes")
+    baseline_variant = models.CharField(max_length=60, default="default", help_text="Prompt variant of the baseline.")
     max_tokens = models.PositiveIntegerField(default=4096, help_text="Default output budget of a call.")
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -56,6 +91,147 @@ class Route(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class PromptVariant(models.Model):
+    """A named version of a route's prompt. The app owning the route builds its prompt from
+    the variant name the router chose (its prompts.py takes `variant=`)."""
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="variants")
+    name = models.SlugField(max_length=60)
+    description = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["route__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["route", "name"], name="one_variant_name_per_route")]
+
+    def __str__(self):
+        return f"{self.route.name}:{self.name}"
+
+
+def default_stages() -> list[dict]:
+    return [
+        {"percent": 1, "min_hours": 24, "min_samples": 30},
+        {"percent": 5, "min_hours": 24, "min_samples": 50},
+        {"percent": 10, "min_hours": 48, "min_samples": 100},
+        {"percent": 25, "min_hours": 48, "min_samples": 150},
+        {"percent": 50, "min_hours": 72, "min_samples": 200},
+        {"percent": 100, "min_hours": 0, "min_samples": 0},
+    ]
+
+
+class Rollout(models.Model):
+    """Moves a percentage of a route's users from its baseline to a candidate (target, variant).
+
+    Internal users get the candidate first; others by a sticky bucket of (salt, user id) in
+    10,000 buckets, so raising the percentage keeps everyone already on the candidate."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+        COMPLETED = "completed", "Completed"
+
+    ACTIVE = (Status.RUNNING, Status.PAUSED)
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="rollouts")
+    baseline = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="+")
+    baseline_variant = models.CharField(max_length=60, default="default")
+    candidate = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="candidate_rollouts")
+    candidate_variant = models.CharField(max_length=60, default="default")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    salt = models.CharField(max_length=40, help_text="Hashed with the user id to pick the user's bucket.")
+    stages = models.JSONField(default=default_stages)
+    stage_index = models.PositiveSmallIntegerField(default=0)
+    percent = models.DecimalField(max_digits=5, decimal_places=2, default=Decimal("0"))
+    stage_started_at = models.DateTimeField(null=True, blank=True)
+    include_internal = models.BooleanField(default=True, help_text="Internal users get the candidate from the start.")
+    # Guardrails.
+    score_margin = models.FloatField(
+        default=0.05, help_text="How much worse (0..1 score) the candidate may be than baseline before rolling back."
+    )
+    min_scored_calls = models.PositiveIntegerField(
+        default=30, help_text="Scored calls each arm needs before a score comparison counts."
+    )
+    error_margin = models.FloatField(default=0.05, help_text="Extra error rate the candidate may have.")
+    retention_days = models.PositiveSmallIntegerField(default=7)
+    retention_margin = models.FloatField(default=0.10)
+    min_retention_users = models.PositiveIntegerField(default=20)
+    last_check = models.JSONField(default=dict, blank=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["route"], condition=Q(status__in=["running", "paused"]), name="one_active_rollout_per_route"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.route.name}: {self.candidate.name}:{self.candidate_variant} at {self.percent}%"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def stage(self) -> dict:
+        return self.stages[self.stage_index] if self.stages else {"percent": 0, "min_hours": 0, "min_samples": 0}
+
+    @property
+    def next_stage(self) -> dict | None:
+        return self.stages[self.stage_index + 1] if self.stage_index + 1 < len(self.stages) else None
+
+
+class RolloutEvent(models.Model):
+    """A change to a rollout, with its reason: every change of percentage is one."""
+
+    class Kind(models.TextChoices):
+        STARTED = "started", "Started"
+        RAMPED = "ramped", "Ramped"
+        PAUSED = "paused", "Paused"
+        RESUMED = "resumed", "Resumed"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+        COMPLETED = "completed", "Completed"
+
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    from_percent = models.DecimalField(max_digits=5, decimal_places=2)
+    to_percent = models.DecimalField(max_digits=5, decimal_places=2)
+    reason = models.TextField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        help_text="Empty when the guardrail job made the change.",
+    )
+    evidence = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self):
+        return f"{self.kind} {self.from_percent}% -> {self.to_percent}%"
+
+
+class ModelChoice(models.Model):
+    """A user's explicit choice of model, for one route or (route empty) for all routes.
+    It wins over any rollout."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_choices")
+    route = models.CharField(max_length=60, blank=True, help_text="Empty: every route.")
+    target = models.ForeignKey(Target, on_delete=models.CASCADE, related_name="choices")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "route"], name="one_model_choice_per_user_route")]
+
+    def __str__(self):
+        return f"{self.user} -> {self.target} on {self.route or 'all routes'}"
 
 
 class ModelCall(models.Model):
@@ -69,6 +245,7 @@ class ModelCall(models.Model):
     model = models.CharField(max_length=120)
     prompt_variant = models.CharField(max_length=60, blank=True, default="default")
     arm = models.CharField(max_length=20, blank=True, default="baseline")
+    rollout = models.ForeignKey(Rollout, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
@@ -85,7 +262,94 @@ class ModelCall(models.Model):
             models.Index(fields=["route", "created_at"]),
             models.Index(fields=["team", "created_at"]),
             models.Index(fields=["user", "created_at"]),
+            models.Index(fields=["rollout", "arm"]),
         ]
 
     def __str__(self):
         return f"{self.route} via {self.provider}/{self.model}"
+
+
+class CallScore(models.Model):
+    """An online evaluation of one call: a judge's score or an outcome signal another app
+    reported (router.services.call_score_record). Values are 0..1."""
+
+    call = models.ForeignKey(ModelCall, on_delete=models.CASCADE, related_name="scores")
+    metric = models.CharField(max_length=60)
+    value = models.FloatField()
+    source = models.CharField(max_length=60, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["call", "metric"], name="one_score_per_call_metric")]
+        indexes = [models.Index(fields=["metric", "created_at"])]
+
+    def __str__(self):
+        return f"{self.metric}={self.value} on call {self.call_id}"
+
+
+class CallSample(models.Model):
+    """The request and answer of a sampled live call, kept so an online judge can score it."""
+
+    call = models.OneToOneField(ModelCall, on_delete=models.CASCADE, related_name="sample")
+    request = models.JSONField()
+    response = models.JSONField()
+    judged_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"sample of call {self.call_id}"
+
+
+class EvalRun(models.Model):
+    """One run of a route's offline eval set against a (target, prompt variant)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="eval_runs")
+    target = models.ForeignKey(Target, on_delete=models.CASCADE, related_name="eval_runs")
+    variant = models.CharField(max_length=60, default="default")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    provider_used = models.CharField(max_length=20, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["route", "target", "variant"])]
+
+    def __str__(self):
+        return f"eval {self.route.name} on {self.target.name}:{self.variant}"
+
+    @property
+    def progress_percent(self) -> int:
+        return int(100 * self.completed / self.total) if self.total else 0
+
+
+class EvalResult(models.Model):
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
+    case_id = models.CharField(max_length=100)
+    expected = models.CharField(max_length=200, blank=True)
+    got = models.CharField(max_length=200, blank=True)
+    score = models.FloatField(default=0)
+    passed = models.BooleanField(default=False)
+    detail = models.TextField(blank=True)
+    call = models.ForeignKey(ModelCall, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [models.UniqueConstraint(fields=["run", "case_id"], name="one_result_per_case")]
+
+    def __str__(self):
+        return f"{self.case_id}: {'pass' if self.passed else 'fail'}"

@@ -1,31 +1,52 @@
-"""Which target serves a route for a user.
+"""Which target serves a route for a user, and why.
 
-The route table is read from the database once and kept in the cache (invalidated when
-a route or target changes), so choosing a target costs no query in the steady state.
+The decision is a pure function of a routing table (routes, their baselines, active
+rollouts, targets, users' explicit choices) and the user (id, internal flag). The table is
+read from the database once and kept twice: in the Django cache under a version key (shared
+by every process) and in process memory. A change to a route, target, provider, rollout,
+variant or choice bumps the version (router.signals), so the next call in every process
+reloads it. In the steady state choosing a target costs one cache GET and no database query.
+
+Bucketing: sha256("{salt}:{user_id}") into 10,000 buckets; a user is on the candidate when
+bucket < percent × 100. The bucket never changes for a (rollout, user), so raising the
+percentage keeps everyone already on the candidate (monotonic).
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
 from django.core.cache import cache
 from django.db import transaction
 
-TABLE_CACHE_KEY = "router:table:v1"
+VERSION_KEY = "router:table:version"
+TABLE_KEY = "router:table:{version}"
+BUCKETS = 10_000
+ALL_ROUTES = ""
 
+DEFAULT_PROVIDERS = [
+    {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": "ANTHROPIC_API_KEY"},
+    {"name": "offline", "kind": "offline", "base_url": "", "api_key_env": ""},
+]
 DEFAULT_TARGETS = [
     {
         "name": "claude-sonnet-4-6-anthropic", "provider": "anthropic", "model": "claude-sonnet-4-6",
         "input_price": "3", "output_price": "15", "cache_write_price": "3.75", "cache_read_price": "0.30",
+        "user_selectable": True, "host": "anthropic",
     },
     {
         "name": "claude-haiku-4-5-anthropic", "provider": "anthropic", "model": "claude-haiku-4-5",
         "input_price": "1", "output_price": "5", "cache_write_price": "1.25", "cache_read_price": "0.10",
+        "user_selectable": True, "host": "anthropic",
     },
     {
         "name": "offline-rules", "provider": "offline", "model": "lindy-offline-rules-1",
         "input_price": "0", "output_price": "0", "cache_write_price": "0", "cache_read_price": "0",
+        "host": "offline",
     },
 ]
 DEFAULT_TARGET = "claude-sonnet-4-6-anthropic"
@@ -40,6 +61,7 @@ KNOWN_ROUTES = {
     "learner.propose": "Proposes edits to a user's drafting context.",
     "learner.judge": "Judges which draft is closer to the email really sent.",
     "email.draft": "Drafts email replies in the user's voice.",
+    "router.online_eval": "Scores a sample of live calls for rollout guardrails.",
 }
 
 
@@ -53,6 +75,12 @@ class TargetInfo:
     output_price: Decimal
     cache_write_price: Decimal
     cache_read_price: Decimal
+    host: str = ""
+    base_url: str = ""
+    api_key_env: str = ""
+    timeout_seconds: int = 60
+    max_retries: int = 2
+    quantization: str = ""
 
     def cost(self, usage) -> Decimal:
         total = (
@@ -65,18 +93,49 @@ class TargetInfo:
 
     @classmethod
     def from_model(cls, target) -> TargetInfo:
+        host = target.host
         return cls(
             id=target.pk, name=target.name, provider=target.provider, model=target.model,
             input_price=target.input_price, output_price=target.output_price,
             cache_write_price=target.cache_write_price, cache_read_price=target.cache_read_price,
+            host=host.name if host else "", base_url=host.base_url if host else "",
+            api_key_env=host.api_key_env if host else "",
+            timeout_seconds=host.timeout_seconds if host else 60, max_retries=host.max_retries if host else 2,
+            quantization=target.quantization,
         )
+
+
+@dataclass(frozen=True)
+class RolloutInfo:
+    id: int
+    salt: str
+    candidate_id: int
+    candidate_variant: str
+    percent: Decimal
+    include_internal: bool
+    status: str
+
+    @property
+    def threshold(self) -> int:
+        """Buckets below this are on the candidate."""
+        return int((Decimal(self.percent) * BUCKETS / 100).to_integral_value())
 
 
 @dataclass(frozen=True)
 class RouteInfo:
     name: str
-    baseline: TargetInfo
+    baseline_id: int
+    baseline_variant: str
     max_tokens: int
+    rollout: RolloutInfo | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    targets: dict[int, TargetInfo]
+    routes: dict[str, RouteInfo]
+    # user id -> {route name or ALL_ROUTES: target id}
+    choices: dict[int, dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -84,21 +143,176 @@ class Assignment:
     route: str
     target: TargetInfo
     prompt_variant: str
-    arm: str
-    reason: str
+    arm: str  # baseline | candidate | choice | eval
+    reason: str  # explicit_choice | internal | bucket | baseline | eval
     max_tokens: int
+    rollout_id: int | None = None
+    bucket: int | None = None
+    explanation: str = ""
+
+
+# Pure decision -----------------------------------------------------------------------
+
+
+def bucket_of(salt: str, user_id) -> int:
+    """The user's bucket (0..9999) in a rollout: stable for (salt, user id)."""
+    digest = hashlib.sha256(f"{salt}:{user_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % BUCKETS
+
+
+def on_candidate(bucket: int, percent) -> bool:
+    return bucket < int((Decimal(str(percent)) * BUCKETS / 100).to_integral_value())
+
+
+def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: bool) -> Assignment:
+    """Explicit choice, then internal users, then the user's bucket, then the baseline."""
+    baseline = table.targets[route.baseline_id]
+    rollout = route.rollout
+    common = {"route": route.name, "max_tokens": route.max_tokens}
+    if user_id is not None:
+        chosen = table.choices.get(user_id, {})
+        target_id = chosen.get(route.name, chosen.get(ALL_ROUTES))
+        if target_id is not None and target_id in table.targets:
+            if rollout and target_id == rollout.candidate_id:
+                variant = rollout.candidate_variant
+            elif target_id == route.baseline_id:
+                variant = route.baseline_variant
+            else:
+                variant = "default"
+            target = table.targets[target_id]
+            scope = "this route" if route.name in chosen else "all routes"
+            return Assignment(
+                target=target, prompt_variant=variant, arm="choice", reason="explicit_choice",
+                explanation=f"The user chose {target.name} for {scope} in their profile.", **common,
+            )
+    if rollout is not None:
+        candidate = table.targets[rollout.candidate_id]
+        if is_internal and rollout.include_internal:
+            return Assignment(
+                target=candidate, prompt_variant=rollout.candidate_variant, arm="candidate", reason="internal",
+                rollout_id=rollout.id, explanation="Internal users get the rollout's candidate first.", **common,
+            )
+        if user_id is not None:
+            bucket = bucket_of(rollout.salt, user_id)
+            if bucket < rollout.threshold:
+                return Assignment(
+                    target=candidate, prompt_variant=rollout.candidate_variant, arm="candidate", reason="bucket",
+                    rollout_id=rollout.id, bucket=bucket,
+                    explanation=f"Bucket {bucket} of {BUCKETS} is below the rollout's threshold {rollout.threshold} "
+                    f"({rollout.percent}%).",
+                    **common,
+                )
+            return Assignment(
+                target=baseline, prompt_variant=route.baseline_variant, arm="baseline", reason="baseline",
+                rollout_id=rollout.id, bucket=bucket,
+                explanation=f"Bucket {bucket} is at or above the rollout's threshold {rollout.threshold} "
+                f"({rollout.percent}%): baseline.",
+                **common,
+            )
+    return Assignment(
+        target=baseline, prompt_variant=route.baseline_variant, arm="baseline", reason="baseline",
+        explanation="No explicit choice and no active rollout: the route's baseline.", **common,
+    )
+
+
+# The cached table -----------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _load() -> dict:
+    from .models import ModelChoice, Rollout, Route, Target
+
+    targets = {t.pk: asdict(TargetInfo.from_model(t)) for t in Target.objects.select_related("host")}
+    rollouts = {
+        r.route_id: {
+            "id": r.pk, "salt": r.salt, "candidate_id": r.candidate_id, "candidate_variant": r.candidate_variant,
+            "percent": r.percent, "include_internal": r.include_internal, "status": r.status,
+        }
+        for r in Rollout.objects.filter(status__in=Rollout.ACTIVE)
+    }
+    routes = {
+        r.name: {
+            "name": r.name, "baseline_id": r.baseline_id, "baseline_variant": r.baseline_variant,
+            "max_tokens": r.max_tokens, "rollout": rollouts.get(r.pk),
+        }
+        for r in Route.objects.all()
+    }
+    choices: dict[int, dict[str, int]] = {}
+    for user_id, route, target_id in ModelChoice.objects.values_list("user_id", "route", "target_id"):
+        choices.setdefault(user_id, {})[route] = target_id
+    return {"targets": targets, "routes": routes, "choices": choices}
+
+
+def _build(raw: dict) -> Table:
+    routes = {}
+    for name, row in raw["routes"].items():
+        rollout = RolloutInfo(**row["rollout"]) if row["rollout"] else None
+        routes[name] = RouteInfo(**{**row, "rollout": rollout})
+    return Table(
+        targets={int(k): TargetInfo(**v) for k, v in raw["targets"].items()},
+        routes=routes,
+        choices={int(k): dict(v) for k, v in raw["choices"].items()},
+    )
+
+
+def _version() -> str:
+    version = cache.get(VERSION_KEY)
+    if version is None:
+        cache.add(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        version = cache.get(VERSION_KEY)
+    return version
+
+
+def table() -> Table:
+    version = _version()
+    if getattr(_local, "version", None) == version:
+        return _local.table
+    key = TABLE_KEY.format(version=version)
+    raw = cache.get(key)
+    if raw is None:
+        raw = _load()
+        cache.set(key, raw, timeout=24 * 3600)
+    built = _build(raw)
+    _local.version, _local.table = version, built
+    return built
+
+
+def invalidate() -> None:
+    """Bump the table version now and again after the transaction commits, so no process
+    keeps a table read before the change was visible."""
+    _bump()
+    transaction.on_commit(_bump)
+
+
+def _bump() -> None:
+    cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+    _local.version = None
+
+
+# Setup -----------------------------------------------------------------------------------
 
 
 def ensure_defaults() -> None:
-    """Create the default targets and the known routes if missing. Idempotent."""
-    from .models import Route, Target
+    """Create the default providers, targets, the known routes and their `default` prompt
+    variant if missing. Idempotent."""
+    from .models import PromptVariant, Provider, Route, Target
 
     with transaction.atomic():
+        hosts = {}
+        for spec in DEFAULT_PROVIDERS:
+            hosts[spec["name"]] = Provider.objects.get_or_create(
+                name=spec["name"], defaults={k: v for k, v in spec.items() if k != "name"}
+            )[0]
         for spec in DEFAULT_TARGETS:
-            Target.objects.get_or_create(name=spec["name"], defaults={k: v for k, v in spec.items() if k != "name"})
+            defaults = {k: v for k, v in spec.items() if k not in {"name", "host"}}
+            target, _ = Target.objects.get_or_create(name=spec["name"], defaults={**defaults, "host": hosts[spec["host"]]})
+            if target.host_id is None:
+                Target.objects.filter(pk=target.pk).update(host=hosts[spec["host"]])
         default = Target.objects.get(name=DEFAULT_TARGET)
         for name, description in KNOWN_ROUTES.items():
-            Route.objects.get_or_create(name=name, defaults={"description": description, "baseline": default})
+            route, _ = Route.objects.get_or_create(name=name, defaults={"description": description, "baseline": default})
+            PromptVariant.objects.get_or_create(route=route, name="default", defaults={"description": "The app's own prompt."})
     invalidate()
 
 
@@ -106,44 +320,38 @@ def ensure_defaults_on_migrate(sender, **kwargs):
     ensure_defaults()
 
 
-def invalidate() -> None:
-    cache.delete(TABLE_CACHE_KEY)
+def _route_info(route: str) -> RouteInfo:
+    current = table()
+    info = current.routes.get(route)
+    if info is not None:
+        return info
+    ensure_defaults()
+    info = table().routes.get(route)
+    if info is None:
+        from .models import Route, Target
 
-
-def _load_table() -> dict[str, dict]:
-    from .models import Route
-
-    return {
-        route.name: {"baseline": asdict(TargetInfo.from_model(route.baseline)), "max_tokens": route.max_tokens}
-        for route in Route.objects.select_related("baseline")
-    }
-
-
-def route_table() -> dict[str, RouteInfo]:
-    raw = cache.get(TABLE_CACHE_KEY)
-    if raw is None:
-        raw = _load_table()
-        cache.set(TABLE_CACHE_KEY, raw, timeout=None)
-    return {
-        name: RouteInfo(name=name, baseline=TargetInfo(**row["baseline"]), max_tokens=row["max_tokens"])
-        for name, row in raw.items()
-    }
+        Route.objects.get_or_create(name=route, defaults={"baseline": Target.objects.get(name=DEFAULT_TARGET)})
+        invalidate()
+        info = table().routes[route]
+    return info
 
 
 def assign(route: str, user=None) -> Assignment:
-    """The target that serves `route` for `user` now, and why."""
-    table = route_table()
-    info = table.get(route)
-    if info is None:
-        ensure_defaults()
-        info = route_table().get(route)
-        if info is None:
-            from .models import Route, Target
+    """The target that serves `route` for `user` now, and why. `user` is a User (its
+    `is_internal` flag is read from the object, no query) or None."""
+    info = _route_info(route)
+    user_id = getattr(user, "pk", None)
+    return decide(table(), info, user_id, bool(getattr(user, "is_internal", False)))
 
-            Route.objects.get_or_create(name=route, defaults={"baseline": Target.objects.get(name=DEFAULT_TARGET)})
-            invalidate()
-            info = route_table()[route]
+
+def assign_target(route: str, target_id: int, variant: str = "default") -> Assignment:
+    """A forced assignment, for offline evals of a (target, variant) on a route."""
+    info = _route_info(route)
+    target = table().targets.get(target_id)
+    if target is None:
+        invalidate()
+        target = table().targets[target_id]
     return Assignment(
-        route=route, target=info.baseline, prompt_variant="default", arm="baseline",
-        reason="baseline", max_tokens=info.max_tokens,
+        route=route, target=target, prompt_variant=variant, arm="eval", reason="eval",
+        max_tokens=info.max_tokens, explanation="Offline evaluation of this target and prompt variant.",
     )

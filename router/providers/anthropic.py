@@ -47,7 +47,7 @@ def _tools(request: CompletionRequest) -> list[dict] | None:
     return tools
 
 
-def complete(request: CompletionRequest) -> ProviderReply:
+def complete(request: CompletionRequest, target=None) -> ProviderReply:
     kwargs = {
         "model": request.model,
         "max_tokens": request.max_tokens,

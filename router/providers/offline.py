@@ -6,7 +6,7 @@ from ..offline import OFFLINE_MODEL, estimate_tokens, policy_for
 from ..types import CompletionRequest, ModelError, ProviderReply, Usage
 
 
-def complete(request: CompletionRequest) -> ProviderReply:
+def complete(request: CompletionRequest, target=None) -> ProviderReply:
     policy = policy_for(request.route)
     if policy is None:
         raise ModelError(f"The offline provider has no rules for route {request.route!r}.")

@@ -1,0 +1,202 @@
+"""Reads: per-arm statistics of a rollout, cost per route/target/day, savings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.db.models import Avg, Count, Max, Min, Q, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from lindy import permissions
+
+from .models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
+
+ARMS = ("baseline", "candidate")
+
+
+def arm_calls(rollout: Rollout) -> dict:
+    rows = (
+        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS)
+        .values("arm")
+        .annotate(calls=Count("id"), errors=Count("id", filter=~Q(error="")), users=Count("user", distinct=True),
+                  cost=Sum("cost"))
+    )
+    out = {arm: {"calls": 0, "errors": 0, "users": 0, "cost": 0.0, "error_rate": 0.0} for arm in ARMS}
+    for row in rows:
+        calls = row["calls"]
+        out[row["arm"]] = {
+            "calls": calls, "errors": row["errors"], "users": row["users"], "cost": float(row["cost"] or 0),
+            "error_rate": row["errors"] / calls if calls else 0.0,
+        }
+    return out
+
+
+def arm_scores(rollout: Rollout) -> dict[str, dict[str, dict]]:
+    """metric -> arm -> {mean, n}."""
+    rows = (
+        CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS)
+        .values("metric", "call__arm")
+        .annotate(mean=Avg("value"), n=Count("id"))
+        .order_by("metric")
+    )
+    out: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in rows:
+        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "n": row["n"]}
+    return dict(out)
+
+
+def scored_calls(rollout: Rollout, *, arm: str, since=None) -> int:
+    qs = CallScore.objects.filter(call__rollout=rollout, call__arm=arm)
+    if since is not None:
+        qs = qs.filter(call__created_at__gte=since)
+    return qs.values("call").distinct().count()
+
+
+def arm_retention(rollout: Rollout, *, now=None) -> dict[str, dict]:
+    """Per arm: of the users whose first call in the rollout on that arm was at least
+    `retention_days` ago, the share who made any call `retention_days` or more after it."""
+    now = now or timezone.now()
+    window = timedelta(days=rollout.retention_days)
+    out = {}
+    for arm in ARMS:
+        firsts = dict(
+            ModelCall.objects.filter(rollout=rollout, arm=arm, user__isnull=False, created_at__lte=now - window)
+            .values("user").annotate(first=Min("created_at")).values_list("user", "first")
+        )
+        lasts = dict(
+            ModelCall.objects.filter(user_id__in=list(firsts), created_at__lte=now)
+            .values("user").annotate(last=Max("created_at")).values_list("user", "last")
+        ) if firsts else {}
+        retained = sum(1 for user, first in firsts.items() if lasts.get(user) and lasts[user] >= first + window)
+        cohort = len(firsts)
+        out[arm] = {"cohort": cohort, "retained": retained, "rate": retained / cohort if cohort else 0.0}
+    return out
+
+
+def traffic_share(rollout: Rollout, *, days: int = 30) -> dict:
+    """Per day: the candidate's share of the rollout's calls, and the configured percentage."""
+    start = (rollout.created_at - timedelta(days=1)).date()
+    end = (rollout.ended_at or timezone.now()).date()
+    if (end - start).days > days:
+        start = end - timedelta(days=days)
+    rows = (
+        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__date__gte=start)
+        .annotate(day=TruncDate("created_at")).values("day", "arm").annotate(n=Count("id"))
+    )
+    per_day: dict[date, dict[str, int]] = defaultdict(lambda: {"baseline": 0, "candidate": 0})
+    for row in rows:
+        per_day[row["day"]][row["arm"]] = row["n"]
+    events = list(rollout.events.order_by("created_at", "pk").values_list("created_at", "to_percent"))
+    labels, share, configured = [], [], []
+    day = start
+    while day <= end:
+        counts = per_day.get(day, {"baseline": 0, "candidate": 0})
+        total = counts["baseline"] + counts["candidate"]
+        labels.append(day.isoformat())
+        share.append(round(100 * counts["candidate"] / total, 1) if total else None)
+        percent = 0.0
+        for at, to in events:
+            if at.date() <= day:
+                percent = float(to)
+        configured.append(percent)
+        day += timedelta(days=1)
+    return {"labels": labels, "share": share, "configured": configured}
+
+
+def rollout_savings(rollout: Rollout) -> dict:
+    """What the candidate arm's calls cost, and what the same tokens would have cost on the baseline."""
+    totals = ModelCall.objects.filter(rollout=rollout, arm="candidate", error="").aggregate(
+        calls=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens"),
+        cache_read=Sum("cache_read_tokens"), cache_write=Sum("cache_write_tokens"), cost=Sum("cost"),
+    )
+    baseline = rollout.baseline
+    on_baseline = baseline.cost(
+        input_tokens=totals["input"] or 0, output_tokens=totals["output"] or 0,
+        cache_read_tokens=totals["cache_read"] or 0, cache_write_tokens=totals["cache_write"] or 0,
+    )
+    actual = totals["cost"] or Decimal("0")
+    return {
+        "calls": totals["calls"], "actual": actual, "on_baseline": on_baseline, "saved": on_baseline - actual,
+        "saved_percent": float(100 * (on_baseline - actual) / on_baseline) if on_baseline else 0.0,
+    }
+
+
+def usage_calls(user):
+    """The calls whose usage this user may see: all for superusers, their admin teams' otherwise."""
+    if permissions.is_superuser(user):
+        return ModelCall.objects.all()
+    return ModelCall.objects.filter(team_id__in=permissions.admin_team_ids(user))
+
+
+def cost_rows(user, *, days: int = 14, route: str | None = None):
+    """Per day, route and target: calls, tokens and cost."""
+    since = timezone.now() - timedelta(days=days)
+    qs = usage_calls(user).filter(created_at__gte=since)
+    if route:
+        qs = qs.filter(route=route)
+    return (
+        qs.annotate(day=TruncDate("created_at"))
+        .values("day", "route", "target__name", "provider")
+        .annotate(
+            calls=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens"),
+            cache_read=Sum("cache_read_tokens"), cache_write=Sum("cache_write_tokens"), cost=Sum("cost"),
+        )
+        .order_by("-day", "route", "target__name")
+    )
+
+
+def cost_chart(rows, *, days: int = 14) -> dict:
+    """Cost per route per day, for a stacked chart."""
+    today = timezone.now().date()
+    labels = [(today - timedelta(days=days - 1 - i)).isoformat() for i in range(days)]
+    index = {label: i for i, label in enumerate(labels)}
+    series: dict[str, list[float]] = {}
+    for row in rows:
+        key = row["day"].isoformat()
+        if key not in index:
+            continue
+        series.setdefault(row["route"], [0.0] * days)[index[key]] += float(row["cost"] or 0)
+    return {"labels": labels, "datasets": [{"label": k, "data": [round(v, 6) for v in series[k]]} for k in sorted(series)]}
+
+
+def cost_totals(rows) -> dict:
+    totals = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cost": Decimal("0")})
+    for row in rows:
+        total = totals[(row["route"], row["target__name"] or f"({row['provider']})")]
+        for key in ("calls", "input", "output", "cache_read", "cache_write"):
+            total[key] += row[key] or 0
+        total["cost"] += row["cost"] or Decimal("0")
+    return [{"route": r, "target": t, **v} for (r, t), v in sorted(totals.items())]
+
+
+def routes_overview():
+    active = {
+        r.route_id: r
+        for r in Rollout.objects.filter(status__in=Rollout.ACTIVE).select_related("candidate")
+    }
+    routes = list(Route.objects.select_related("baseline").order_by("name"))
+    for route in routes:
+        route.active_rollout = active.get(route.pk)
+    return routes
+
+
+def eval_matrix(route: Route) -> list[dict]:
+    """The latest finished eval run per (target, variant), side by side."""
+    latest: dict[tuple[int, str], EvalRun] = {}
+    for run in EvalRun.objects.filter(route=route).select_related("target").order_by("-created_at")[:200]:
+        latest.setdefault((run.target_id, run.variant), run)
+    return sorted(
+        ({"target": run.target, "variant": run.variant, "run": run} for run in latest.values()),
+        key=lambda row: (-(row["run"].score or 0), row["target"].name),
+    )
+
+
+def rollout_events(rollout: Rollout):
+    return RolloutEvent.objects.filter(rollout=rollout).select_related("actor").order_by("created_at", "pk")
+
+
+def selectable_targets():
+    return Target.objects.filter(user_selectable=True).order_by("name")

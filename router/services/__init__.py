@@ -1,0 +1,22 @@
+"""Every write of the router: rollouts, guardrails, explicit choices, scores, evals."""
+
+from .choices import model_choice_clear, model_choice_set
+from .evals import eval_run_create, eval_run_execute
+from .guardrails import check_all as guardrails_check_all
+from .guardrails import rollout_check
+from .rollouts import (
+    rollout_complete,
+    rollout_pause,
+    rollout_ramp,
+    rollout_resume,
+    rollout_roll_back,
+    rollout_stages_update,
+    rollout_start,
+)
+from .scores import call_score_record, register_metric
+
+__all__ = [
+    "call_score_record", "eval_run_create", "eval_run_execute", "guardrails_check_all", "model_choice_clear",
+    "model_choice_set", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
+    "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start",
+]

@@ -1,0 +1,201 @@
+"""Offline evals: a route's eval set (router/evals/<route>.jsonl) run against a (target, variant).
+
+Each line of the data file is one case holding the full model request and how to score it:
+
+    {"id": "...", "description": "...",
+     "request": {"system": "...", "messages": [...], "tools": [...], "tool_choice": {...}, "max_tokens": 600},
+     "expected": {"outcome": "block" | "allow" | "exempt"}}          # a verdict (validator-style)
+     or "expected": {"contains": ["..."], "absent": ["..."]}          # a scoring rule on the answer text
+     "variants": {"<variant>": {"system": "..."}}                     # optional per-case prompt overrides
+
+A variant may also be defined for every case of a route in router/evals/<route>.variants.json
+({"<variant>": {"system": "..."}}). Cases go through the gateway (the offline provider works
+with no network) pinned to the run's target and variant, so each call is recorded and costed.
+Results are kept per (target, variant) so they can be compared side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.db.models import F
+from django.utils import timezone
+
+from .. import routing
+from ..models import EvalResult, EvalRun, PromptVariant, Route, Target
+from ..types import Completion, ModelError
+
+EVALS_DIR = Path(__file__).resolve().parent.parent / "evals"
+VERDICT_KEYS = ("approved", "allow", "allowed")
+
+
+def eval_file(route: str) -> Path:
+    return EVALS_DIR / f"{route}.jsonl"
+
+
+def has_eval_set(route: str) -> bool:
+    return eval_file(route).is_file()
+
+
+def load_cases(route: str) -> list[dict]:
+    path = eval_file(route)
+    if not path.is_file():
+        raise ValidationError(f"Route {route} has no eval set ({path.name}).")
+    cases, seen = [], set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path.name} line {number} is not JSON: {exc}") from None
+        if not isinstance(case.get("request", {}).get("messages"), list) or "expected" not in case:
+            raise ValidationError(f"{path.name} line {number}: a case needs request.messages and expected.")
+        if case.get("id") in seen or not case.get("id"):
+            raise ValidationError(f"{path.name} line {number}: missing or repeated id.")
+        seen.add(case["id"])
+        cases.append(case)
+    return cases
+
+
+def route_variants(route: str) -> dict[str, dict]:
+    path = EVALS_DIR / f"{route}.variants.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def request_for(case: dict, variant: str, shared: dict[str, dict]) -> dict:
+    request = dict(case["request"])
+    request.update(shared.get(variant, {}))
+    request.update(case.get("variants", {}).get(variant, {}))
+    return request
+
+
+# Scoring -------------------------------------------------------------------------------------
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+def _verdict_from(mapping: dict) -> str | None:
+    for key in VERDICT_KEYS:
+        if key in mapping:
+            value = mapping[key]
+            if isinstance(value, str):
+                value = value.strip().lower() in {"true", "yes", "allow", "approved"}
+            return "allow" if value else "block"
+    decision = str(mapping.get("decision", "")).lower()
+    if decision in {"allow", "block"}:
+        return decision
+    return None
+
+
+def parse_verdict(completion: Completion) -> str | None:
+    """allow/block from a structured answer: a tool call's input or a JSON object in the text."""
+    for call in completion.tool_calls:
+        verdict = _verdict_from(call.input or {})
+        if verdict:
+            return verdict
+    match = _JSON_OBJECT.search(completion.text or "")
+    if match:
+        try:
+            data = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            return None
+        if isinstance(data, dict):
+            return _verdict_from(data)
+    return None
+
+
+def score_case(case: dict, completion: Completion) -> tuple[bool, float, str, str, str]:
+    """(passed, score, expected, got, detail)."""
+    expected = case["expected"]
+    if "outcome" in expected:
+        want = expected["outcome"]
+        got = parse_verdict(completion) or "unparsed"
+        # Exempt actions (messages to the user themself) never reach the validator in the product;
+        # asked anyway, it must not block them.
+        passed = got == want or (want == "exempt" and got == "allow")
+        return passed, 1.0 if passed else 0.0, want, got, f"verdict {got}, expected {want}"
+    text = (completion.text or "") + " " + " ".join(json.dumps(c.input) for c in completion.tool_calls)
+    lowered = text.lower()
+    wanted = [s for s in expected.get("contains", [])]
+    absent = [s for s in expected.get("absent", [])]
+    hits = [s for s in wanted if s.lower() in lowered]
+    leaks = [s for s in absent if s.lower() in lowered]
+    checks = len(wanted) + len(absent)
+    score = (len(hits) + len(absent) - len(leaks)) / checks if checks else 1.0
+    passed = len(hits) == len(wanted) and not leaks
+    missing = [s for s in wanted if s not in hits]
+    detail = "; ".join(filter(None, [f"missing {missing}" if missing else "", f"contains {leaks}" if leaks else ""]))
+    return passed, score, f"{len(wanted)} phrases, {len(absent)} exclusions", f"{len(hits)} found", detail or "all checks pass"
+
+
+# Runs ----------------------------------------------------------------------------------------
+
+
+def eval_run_create(*, route: Route, target: Target, variant: str = "default", actor=None) -> EvalRun:
+    if not PromptVariant.objects.filter(route=route, name=variant).exists():
+        raise ValidationError(f"Route {route.name} has no prompt variant {variant!r}.")
+    cases = load_cases(route.name)
+    return EvalRun.objects.create(
+        route=route, target=target, variant=variant, total=len(cases),
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
+
+
+def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:
+    """Run the cases that have no result yet (so a retried task resumes where it stopped)."""
+    from .. import gateway
+
+    run = EvalRun.objects.select_related("route", "target").get(pk=run_id)
+    if run.status in (EvalRun.Status.DONE, EvalRun.Status.FAILED):
+        return run
+    try:
+        cases = load_cases(run.route.name)
+    except ValidationError as exc:
+        EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.Status.FAILED, error="; ".join(exc.messages),
+                                                finished_at=timezone.now())
+        run.refresh_from_db()
+        return run
+    shared = route_variants(run.route.name)
+    done = set(run.results.values_list("case_id", flat=True))
+    EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.Status.RUNNING, total=len(cases))
+    assignment = routing.assign_target(run.route.name, run.target_id, run.variant)
+    for case in cases:
+        if case["id"] in done:
+            continue
+        request = request_for(case, run.variant, shared)
+        call_id, error = None, False
+        try:
+            completion = gateway.complete(
+                route=run.route.name, assignment=assignment, system=request.get("system", ""),
+                messages=request["messages"], tools=request.get("tools"), tool_choice=request.get("tool_choice"),
+                max_tokens=request.get("max_tokens"), metadata={"eval_run": run.pk, "eval_case": case["id"]},
+            )
+            passed, score, expected, got, detail = score_case(case, completion)
+            call_id, cost, provider = completion.call_id, completion.cost, completion.provider
+        except ModelError as exc:
+            passed, score, got, detail, cost, provider, error = False, 0.0, "error", str(exc)[:500], Decimal("0"), "", True
+            expected = str(case["expected"].get("outcome", "rule"))
+        EvalResult.objects.create(
+            run=run, case_id=case["id"], expected=str(expected)[:200], got=str(got)[:200], score=score,
+            passed=passed, detail=detail, call_id=call_id,
+        )
+        EvalRun.objects.filter(pk=run.pk).update(
+            completed=F("completed") + 1, passed=F("passed") + int(passed), errors=F("errors") + int(error),
+            cost=F("cost") + cost, provider_used=provider or F("provider_used"),
+        )
+        if progress:
+            run.refresh_from_db()
+            progress(run)
+    results = list(run.results.values_list("score", flat=True))
+    EvalRun.objects.filter(pk=run.pk).update(
+        status=EvalRun.Status.DONE, finished_at=timezone.now(),
+        score=sum(results) / len(results) if results else None,
+    )
+    run.refresh_from_db()
+    return run

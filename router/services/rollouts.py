@@ -1,0 +1,213 @@
+"""Rollouts: start, ramp, pause, resume, roll back, complete. Every change of percentage is
+a RolloutEvent with its reason (and the actor, or none when the guardrail job acted)."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal, InvalidOperation
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
+
+
+def parse_stages(text: str) -> list[dict]:
+    """Stages from a form: one per line, "percent min_hours min_samples" (e.g. "5 24 50")."""
+    stages = []
+    for number, line in enumerate(text.strip().splitlines(), start=1):
+        parts = line.replace(",", " ").split()
+        if not parts:
+            continue
+        if len(parts) != 3:
+            raise ValidationError(f"Stage line {number}: write 'percent min_hours min_samples'.")
+        try:
+            stages.append({"percent": float(parts[0]), "min_hours": float(parts[1]), "min_samples": int(parts[2])})
+        except ValueError:
+            raise ValidationError(f"Stage line {number}: numbers only.") from None
+    return validate_stages(stages)
+
+
+def stages_text(stages: list[dict]) -> str:
+    return "\n".join(f"{_num(s['percent'])} {_num(s['min_hours'])} {s['min_samples']}" for s in stages)
+
+
+def _num(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def validate_stages(stages: list[dict]) -> list[dict]:
+    if not stages:
+        raise ValidationError("A rollout needs at least one stage.")
+    previous = 0.0
+    clean = []
+    for stage in stages:
+        try:
+            percent = float(stage["percent"])
+            min_hours = float(stage.get("min_hours", 0))
+            min_samples = int(stage.get("min_samples", 0))
+        except (KeyError, TypeError, ValueError):
+            raise ValidationError("Each stage has a percent, min_hours and min_samples.") from None
+        if not previous < percent <= 100:
+            raise ValidationError("Stage percentages must rise strictly, above 0 and up to 100.")
+        if min_hours < 0 or min_samples < 0:
+            raise ValidationError("Minimum duration and sample size cannot be negative.")
+        clean.append({"percent": percent, "min_hours": min_hours, "min_samples": min_samples})
+        previous = percent
+    return clean
+
+
+def _percent(value) -> Decimal:
+    try:
+        return Decimal(str(value)).quantize(Decimal("0.01"))
+    except InvalidOperation:
+        raise ValidationError("Not a percentage.") from None
+
+
+def _event(rollout: Rollout, kind: str, from_percent, to_percent, reason: str, actor=None, evidence=None):
+    return RolloutEvent.objects.create(
+        rollout=rollout, kind=kind, from_percent=from_percent, to_percent=to_percent, reason=reason,
+        actor=actor if getattr(actor, "pk", None) else None, evidence=evidence or {},
+    )
+
+
+def rollout_start(
+    *,
+    route: Route,
+    candidate: Target,
+    candidate_variant: str = "default",
+    stages: list[dict] | None = None,
+    actor=None,
+    include_internal: bool = True,
+    **guardrails,
+) -> Rollout:
+    stages = validate_stages(stages or default_stages())
+    if candidate.pk == route.baseline_id and candidate_variant == route.baseline_variant:
+        raise ValidationError("The candidate is the route's baseline already.")
+    if not PromptVariant.objects.filter(route=route, name=candidate_variant).exists():
+        raise ValidationError(f"Route {route.name} has no prompt variant {candidate_variant!r}.")
+    allowed = {
+        "score_margin", "min_scored_calls", "error_margin", "retention_days", "retention_margin", "min_retention_users"
+    }
+    unknown = set(guardrails) - allowed
+    if unknown:
+        raise TypeError(f"Unknown rollout settings: {sorted(unknown)}")
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            rollout = Rollout.objects.create(
+                route=route, baseline_id=route.baseline_id, baseline_variant=route.baseline_variant,
+                candidate=candidate, candidate_variant=candidate_variant, stages=stages, stage_index=0,
+                percent=_percent(stages[0]["percent"]), stage_started_at=now, include_internal=include_internal,
+                salt=uuid.uuid4().hex, created_by=actor if getattr(actor, "pk", None) else None, **guardrails,
+            )
+            who = f"by {actor.email}" if getattr(actor, "pk", None) else "by the system"
+            internal = "internal users and " if include_internal else ""
+            _event(rollout, RolloutEvent.Kind.STARTED, Decimal("0"), rollout.percent,
+                   f"Started {who}: {internal}{rollout.percent}% of everyone else move to "
+                   f"{candidate.name} with prompt variant {candidate_variant!r}.", actor)
+    except IntegrityError:
+        raise ValidationError(f"Route {route.name} already has an active rollout.") from None
+    return rollout
+
+
+def _locked(rollout: Rollout) -> Rollout:
+    return Rollout.objects.select_for_update().select_related("route", "candidate").get(pk=rollout.pk)
+
+
+def rollout_ramp(*, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None) -> Rollout:
+    """Move to the next stage (percentages only rise: nobody already on the candidate leaves)."""
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if rollout.status != Rollout.Status.RUNNING:
+            raise ValidationError("Only a running rollout can ramp.")
+        nxt = rollout.next_stage
+        if nxt is None:
+            raise ValidationError("The rollout is at its last stage already.")
+        before = rollout.percent
+        rollout.stage_index += 1
+        rollout.percent = _percent(nxt["percent"])
+        rollout.stage_started_at = timezone.now()
+        rollout.save()
+        _event(rollout, RolloutEvent.Kind.RAMPED, before, rollout.percent, reason, actor, evidence)
+    return rollout
+
+
+def rollout_stages_update(*, rollout: Rollout, stages: list[dict], actor=None) -> Rollout:
+    """Edit the stages of an active rollout. The current percentage must stay one of the
+    stages: editing never moves anyone off the candidate, it changes what comes next."""
+    stages = validate_stages(stages)
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if not rollout.is_active:
+            raise ValidationError("Only an active rollout's stages can be edited.")
+        current = float(rollout.percent)
+        index = next((i for i, s in enumerate(stages) if abs(s["percent"] - current) < 1e-9), None)
+        if index is None:
+            raise ValidationError(f"The stages must include the current percentage ({_num(current)}%).")
+        rollout.stages = stages
+        rollout.stage_index = index
+        rollout.save()
+    return rollout
+
+
+def rollout_pause(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout:
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if rollout.status != Rollout.Status.RUNNING:
+            raise ValidationError("Only a running rollout can be paused.")
+        rollout.status = Rollout.Status.PAUSED
+        rollout.save()
+        _event(rollout, RolloutEvent.Kind.PAUSED, rollout.percent, rollout.percent,
+               reason or "Paused: traffic stays where it is and the guardrail job stops ramping.", actor)
+    return rollout
+
+
+def rollout_resume(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout:
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if rollout.status != Rollout.Status.PAUSED:
+            raise ValidationError("Only a paused rollout can resume.")
+        rollout.status = Rollout.Status.RUNNING
+        rollout.stage_started_at = timezone.now()
+        rollout.save()
+        _event(rollout, RolloutEvent.Kind.RESUMED, rollout.percent, rollout.percent,
+               reason or "Resumed: the stage's minimum duration counts again from now.", actor)
+    return rollout
+
+
+def rollout_roll_back(*, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None) -> Rollout:
+    """Everyone back on the baseline (0 %), and why. A rolled-back rollout stays ended."""
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if not rollout.is_active:
+            raise ValidationError("Only an active rollout can be rolled back.")
+        before = rollout.percent
+        rollout.status = Rollout.Status.ROLLED_BACK
+        rollout.percent = Decimal("0")
+        rollout.ended_at = timezone.now()
+        rollout.save()
+        _event(rollout, RolloutEvent.Kind.ROLLED_BACK, before, Decimal("0"), reason, actor, evidence)
+    return rollout
+
+
+def rollout_complete(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout:
+    """The candidate becomes the route's baseline for everyone."""
+    with transaction.atomic():
+        rollout = _locked(rollout)
+        if not rollout.is_active:
+            raise ValidationError("Only an active rollout can be completed.")
+        before = rollout.percent
+        rollout.status = Rollout.Status.COMPLETED
+        rollout.percent = Decimal("100")
+        rollout.ended_at = timezone.now()
+        rollout.save()
+        route = Route.objects.select_for_update().get(pk=rollout.route_id)
+        route.baseline_id = rollout.candidate_id
+        route.baseline_variant = rollout.candidate_variant
+        route.save()
+        _event(rollout, RolloutEvent.Kind.COMPLETED, before, Decimal("100"),
+               reason or f"Completed: {rollout.candidate.name} ({rollout.candidate_variant}) is now the baseline "
+               f"of {route.name}.", actor)
+    return rollout

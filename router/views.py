@@ -1,0 +1,336 @@
+"""Models pages: routes, rollouts, targets, offline evals, cost, and the user's own model choice."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from lindy import permissions
+
+from . import routing, selectors, services
+from .forms import (
+    BaselineForm,
+    ChoiceForm,
+    EvalRunForm,
+    ProviderForm,
+    RolloutForm,
+    StagesForm,
+    TargetForm,
+    VariantForm,
+)
+from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+from .services import evals as eval_service
+from .services.rollouts import stages_text
+
+PAGE_SIZE = 25
+COST_DAYS = (7, 14, 30)
+
+
+def _usage_viewer(request):
+    if not permissions.can_view_team_usage(request.user):
+        raise Http404("No such page.")
+
+
+def _manager(request):
+    if not permissions.can_manage_models(request.user):
+        raise Http404("No such page.")
+
+
+@login_required
+def routes(request):
+    _usage_viewer(request)
+    return render(request, "router/routes.html", {
+        "routes": selectors.routes_overview(), "can_manage": permissions.can_manage_models(request.user),
+    })
+
+
+@login_required
+def route_detail(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route.objects.select_related("baseline"), name=name)
+    return render(request, "router/route_detail.html", _route_context(route))
+
+
+def _route_context(route, **forms):
+    variants = list(PromptVariant.objects.filter(route=route))
+    active = Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).first()
+    return {
+        "route": route, "variants": variants, "active": active,
+        "rollouts": Rollout.objects.filter(route=route).select_related("candidate")[:20],
+        "matrix": selectors.eval_matrix(route),
+        "has_eval_set": eval_service.has_eval_set(route.name),
+        "baseline_form": forms.get("baseline_form") or BaselineForm(
+            route=route, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
+        "variant_form": forms.get("variant_form") or VariantForm(),
+        "eval_form": forms.get("eval_form") or EvalRunForm(route=route),
+        "rollout_form": forms.get("rollout_form") or RolloutForm(route=route),
+    }
+
+
+def _invalid(request, route, status=400, **forms):
+    return render(request, "router/route_detail.html", _route_context(route, **forms), status=status)
+
+
+@login_required
+@require_POST
+def route_baseline(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = BaselineForm(request.POST, route=route)
+    if not form.is_valid():
+        return _invalid(request, route, baseline_form=form)
+    if Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).exists():
+        form.add_error(None, "Finish, roll back or complete the active rollout before changing the baseline.")
+        return _invalid(request, route, status=409, baseline_form=form)
+    route.baseline = form.cleaned_data["baseline"]
+    route.baseline_variant = form.cleaned_data["baseline_variant"]
+    route.save()
+    messages.success(request, f"{route.name} now runs on {route.baseline.name} ({route.baseline_variant}).")
+    return redirect("router:route", name=route.name)
+
+
+@login_required
+@require_POST
+def route_variant_add(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = VariantForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, route, variant_form=form)
+    _, created = PromptVariant.objects.get_or_create(
+        route=route, name=form.cleaned_data["name"], defaults={"description": form.cleaned_data["description"]})
+    if not created:
+        form.add_error("name", "This route already has a variant of that name.")
+        return _invalid(request, route, variant_form=form)
+    messages.success(request, f"Prompt variant {form.cleaned_data['name']!r} added to {route.name}.")
+    return redirect("router:route", name=route.name)
+
+
+@login_required
+@require_POST
+def rollout_start(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = RolloutForm(request.POST, route=route)
+    if not form.is_valid():
+        return _invalid(request, route, rollout_form=form)
+    data = form.cleaned_data
+    try:
+        rollout = services.rollout_start(
+            route=route, candidate=data["candidate"], candidate_variant=data["candidate_variant"],
+            stages=data["stages"], actor=request.user, include_internal=data["include_internal"],
+            score_margin=data["score_margin"], min_scored_calls=data["min_scored_calls"],
+            retention_days=data["retention_days"], retention_margin=data["retention_margin"],
+        )
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return _invalid(request, route, status=409, rollout_form=form)
+    messages.success(request, f"Rollout started at {rollout.percent}%.")
+    return redirect("router:rollout", rollout_id=rollout.pk)
+
+
+@login_required
+def rollout_detail(request, rollout_id: int, stages_form=None, status=200):
+    _manager(request)
+    rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline"), pk=rollout_id)
+    context = {
+        "stages_form": stages_form or StagesForm(initial={"stages": stages_text(rollout.stages)}),
+        "rollout": rollout,
+        "events": selectors.rollout_events(rollout),
+        "calls": selectors.arm_calls(rollout),
+        "scores": selectors.arm_scores(rollout),
+        "retention": selectors.arm_retention(rollout),
+        "savings": selectors.rollout_savings(rollout),
+    }
+    share = selectors.traffic_share(rollout)
+    context["share_chart"] = {
+        "type": "line", "labels": share["labels"],
+        "datasets": [
+            {"label": "Calls on the candidate (%, internal users included)", "data": share["share"]},
+            {"label": "Configured percentage", "data": share["configured"], "stepped": True, "borderDash": [4, 4]},
+        ],
+        "options": {"scales": {"y": {"min": 0, "max": 100}}},
+    }
+    template = "router/rollout.html#rollout-panel" if request.htmx and status == 200 else "router/rollout.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_POST
+def rollout_stages(request, rollout_id: int):
+    _manager(request)
+    rollout = get_object_or_404(Rollout, pk=rollout_id)
+    form = StagesForm(request.POST)
+    if form.is_valid():
+        try:
+            services.rollout_stages_update(rollout=rollout, stages=form.cleaned_data["stages"], actor=request.user)
+        except ValidationError as exc:
+            form.add_error("stages", exc)
+    if not form.is_valid():
+        return rollout_detail(request, rollout_id, stages_form=form, status=400)
+    messages.success(request, "Stages updated.")
+    return redirect("router:rollout", rollout_id=rollout.pk)
+
+
+ROLLOUT_ACTIONS = {
+    "pause": services.rollout_pause,
+    "resume": services.rollout_resume,
+    "roll-back": services.rollout_roll_back,
+    "complete": services.rollout_complete,
+}
+
+
+@login_required
+@require_POST
+def rollout_action(request, rollout_id: int, action: str):
+    _manager(request)
+    rollout = get_object_or_404(Rollout, pk=rollout_id)
+    func = ROLLOUT_ACTIONS.get(action)
+    if func is None:
+        raise Http404("No such action.")
+    reason = request.POST.get("reason", "").strip()[:1000]
+    kwargs = {"rollout": rollout, "actor": request.user}
+    if action == "roll-back":
+        kwargs["reason"] = f"Rolled back by {request.user.email}" + (f": {reason}" if reason else ".")
+    elif reason:
+        kwargs["reason"] = reason
+    try:
+        func(**kwargs)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Rollout {action.replace('-', ' ')}: done.")
+    url = reverse("router:rollout", kwargs={"rollout_id": rollout.pk})
+    if request.htmx:
+        response = redirect(url)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@login_required
+def targets(request):
+    _manager(request)
+    return render(request, "router/targets.html", _targets_context())
+
+
+def _targets_context(**forms):
+    return {
+        "targets": Target.objects.select_related("host").order_by("provider", "name"),
+        "providers": Provider.objects.order_by("name"),
+        "target_form": forms.get("target_form") or TargetForm(),
+        "provider_form": forms.get("provider_form") or ProviderForm(),
+    }
+
+
+@login_required
+@require_POST
+def target_create(request):
+    _manager(request)
+    form = TargetForm(request.POST)
+    if not form.is_valid():
+        return render(request, "router/targets.html", _targets_context(target_form=form), status=400)
+    target = form.save()
+    messages.success(request, f"Target {target.name} added.")
+    return redirect("router:targets")
+
+
+@login_required
+@require_POST
+def provider_create(request):
+    _manager(request)
+    form = ProviderForm(request.POST)
+    if not form.is_valid():
+        return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
+    provider = form.save()
+    messages.success(request, f"Provider {provider.name} added.")
+    return redirect("router:targets")
+
+
+@login_required
+@require_POST
+def eval_start(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = EvalRunForm(request.POST, route=route)
+    if not form.is_valid():
+        return _invalid(request, route, eval_form=form)
+    try:
+        run = services.eval_run_create(route=route, target=form.cleaned_data["target"],
+                                       variant=form.cleaned_data["variant"], actor=request.user)
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return _invalid(request, route, eval_form=form)
+    from .tasks import eval_run
+
+    transaction.on_commit(lambda: eval_run.delay(run.pk))
+    return redirect("router:eval-run", run_id=run.pk)
+
+
+@login_required
+def eval_run_detail(request, run_id: int):
+    _manager(request)
+    run = get_object_or_404(EvalRun.objects.select_related("route", "target"), pk=run_id)
+    context = {"run": run, "results": run.results.all(), "finished": run.status in ("done", "failed")}
+    template = "router/eval_run.html#eval-progress" if request.htmx else "router/eval_run.html"
+    return render(request, template, context)
+
+
+@login_required
+def costs(request):
+    _usage_viewer(request)
+    try:
+        days = int(request.GET.get("days", 14))
+    except ValueError:
+        days = 14
+    days = days if days in COST_DAYS else 14
+    route = request.GET.get("route") or None
+    rows = list(selectors.cost_rows(request.user, days=days, route=route))
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "days": days, "day_options": COST_DAYS, "route": route, "page": page,
+        "chart": {"type": "bar", **selectors.cost_chart(rows, days=days),
+                  "options": {"scales": {"x": {"stacked": True}, "y": {"stacked": True, "title": {"display": True, "text": "USD"}}}}},
+        "totals": selectors.cost_totals(rows),
+        "route_names": list(Route.objects.order_by("name").values_list("name", flat=True)),
+        "scope": "all teams" if permissions.is_superuser(request.user) else "your team's usage",
+        "rollouts": [
+            {"rollout": r, "savings": selectors.rollout_savings(r)}
+            for r in Rollout.objects.select_related("route", "candidate", "baseline")[:10]
+        ] if permissions.can_manage_models(request.user) else [],
+    }
+    template = "router/costs.html#cost-body" if request.htmx else "router/costs.html"
+    return render(request, template, context)
+
+
+@login_required
+def my_model(request):
+    if not (permissions.can_use_workspace(request.user) or permissions.can_view_team_usage(request.user)):
+        raise Http404("No such page.")
+    form = ChoiceForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            route, target = form.cleaned_data["route"], form.cleaned_data["target"]
+            try:
+                if target is None:
+                    services.model_choice_clear(user=request.user, route=route)
+                    messages.success(request, "Lindy chooses the model again" + (f" for {route}." if route else "."))
+                else:
+                    services.model_choice_set(user=request.user, target=target, route=route)
+                    messages.success(request, f"You chose {target.name} for {route or 'all routes'}.")
+            except ValidationError as exc:
+                messages.error(request, " ".join(exc.messages))
+            return redirect("router:my-model")
+    choices = ModelChoice.objects.filter(user=request.user).select_related("target").order_by("route")
+    assignments = [routing.assign(name, request.user) for name in ("agent", "email.draft", "validator")]
+    status = 400 if request.method == "POST" else 200
+    return render(request, "router/my_model.html", {
+        "form": form, "choices": choices, "assignments": assignments, "targets": selectors.selectable_targets(),
+    }, status=status)

@@ -1,0 +1,50 @@
+"""Shared helpers for the router's tests."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.utils import timezone
+
+from router import routing
+from router.models import ModelCall, PromptVariant, Provider, Route, Target
+
+
+def cheap_target(name="deepseek-v4-flash-atlas", base_url="http://127.0.0.1:9/v1", key_env="ATLAS_API_KEY") -> Target:
+    routing.ensure_defaults()
+    host, _ = Provider.objects.get_or_create(
+        name="atlas", defaults={"kind": "openai", "base_url": base_url, "api_key_env": key_env, "max_retries": 1}
+    )
+    if host.base_url != base_url:
+        host.base_url = base_url
+        host.save()
+    target, _ = Target.objects.get_or_create(
+        name=name,
+        defaults={
+            "provider": "openai", "model": "deepseek-v4-flash", "host": host, "quantization": "fp8",
+            "input_price": Decimal("0.14"), "output_price": Decimal("0.28"), "cache_read_price": Decimal("0.014"),
+            "user_selectable": True,
+        },
+    )
+    return target
+
+
+def route(name="email.draft") -> Route:
+    routing.ensure_defaults()
+    return Route.objects.get(name=name)
+
+
+def variant(route_obj: Route, name: str) -> PromptVariant:
+    return PromptVariant.objects.get_or_create(route=route_obj, name=name)[0]
+
+
+def record_call(*, rollout, arm, user=None, error="", ago=timedelta(0), tokens=(1000, 200), target=None, route=None):
+    call = ModelCall.objects.create(
+        route=route or rollout.route.name, user=user, rollout=rollout, arm=arm, provider="openai", model="m",
+        target=target or (rollout.candidate if arm == "candidate" else rollout.baseline),
+        input_tokens=tokens[0], output_tokens=tokens[1], error=error,
+    )
+    if ago:
+        ModelCall.objects.filter(pk=call.pk).update(created_at=timezone.now() - ago)
+    return call

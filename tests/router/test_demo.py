@@ -1,0 +1,27 @@
+import pytest
+
+from lindy import demo
+from router.models import ModelCall, Rollout, RolloutEvent
+from tests.conftest import client_for
+
+
+@pytest.mark.django_db
+def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_queries):
+    ctx = demo.seed()
+    calls, events = ModelCall.objects.count(), RolloutEvent.objects.count()
+    assert calls > 1000
+    rollout = Rollout.objects.get(route__name="email.draft", status="running")
+    assert rollout.percent == 10 and rollout.candidate.name == "deepseek-v4-flash-atlas"
+    assert Rollout.objects.get(route__name="agent").status == "rolled_back"
+    demo.seed()
+    assert (ModelCall.objects.count(), RolloutEvent.objects.count()) == (calls, events)
+
+    ops = client_for(ctx.users["ops@lindy.test"])
+    page = ops.get(f"/router/rollouts/{rollout.pk}/").content.decode()
+    assert "Saved" in page and "judge.quality" in page
+    ops.get("/router/")
+    with django_assert_max_num_queries(12):
+        costs = ops.get("/router/costs/")
+    assert costs.status_code == 200 and "deepseek-v4-flash-atlas" in costs.content.decode()
+    admin = client_for(ctx.users["admin@acme.test"]).get("/router/costs/").content.decode()
+    assert "$" in admin

@@ -1,0 +1,213 @@
+"""The guardrail beat job: ramps a healthy rollout stage by stage, rolls back a degraded one,
+each with its recorded reason."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from router import gateway, services, tasks
+from router.models import CallSample, CallScore, Rollout
+from router.offline import OfflineReply
+from tests.factories import UserFactory
+
+from .helpers import cheap_target, record_call, route, variant
+
+STAGES = [
+    {"percent": 1, "min_hours": 24, "min_samples": 10},
+    {"percent": 10, "min_hours": 24, "min_samples": 10},
+    {"percent": 100, "min_hours": 0, "min_samples": 0},
+]
+
+
+@pytest.fixture
+def rollout(db):
+    email = route("email.draft")
+    variant(email, "flash-tuned")
+    return services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned",
+                                  stages=STAGES, min_scored_calls=10, score_margin=0.05)
+
+
+def _age_stage(rollout, hours=25):
+    """Let time pass: the stage started `hours` ago, and the calls so far were made before it."""
+    from django.db.models import F
+
+    from router.models import ModelCall
+
+    Rollout.objects.filter(pk=rollout.pk).update(stage_started_at=timezone.now() - timedelta(hours=hours))
+    ModelCall.objects.filter(rollout=rollout).update(created_at=F("created_at") - timedelta(hours=hours + 1))
+
+
+def _scored_calls(rollout, arm, values, metric="judge.quality", users=None):
+    for i, value in enumerate(values):
+        call = record_call(rollout=rollout, arm=arm, user=users[i % len(users)] if users else None)
+        services.call_score_record(call_id=call.pk, metric=metric, value=value, source="test")
+
+
+def test_healthy_rollout_ramps_stage_by_stage(rollout):
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8, 0.78, 0.82] * 4)
+    assert services.rollout_check(rollout=rollout) == "ramp"
+    rollout.refresh_from_db()
+    assert rollout.percent == 10 and rollout.stage_index == 1
+
+    # Right after a ramp the new stage has not lasted its minimum: hold, nothing changes.
+    assert services.rollout_check(rollout=rollout) == "hold"
+    rollout.refresh_from_db()
+    assert rollout.percent == 10
+    assert any("minimum" in line for line in rollout.last_check["pending"])
+
+    # The stage needs its own scored candidate calls, not the previous stage's.
+    _age_stage(rollout)
+    assert services.rollout_check(rollout=rollout) == "hold"
+    _scored_calls(rollout, "candidate", [0.81] * 10)
+    assert services.rollout_check(rollout=rollout) == "ramp"
+    rollout.refresh_from_db()
+    assert rollout.percent == 100
+    assert services.rollout_check(rollout=rollout) == "ready_to_complete"
+
+    events = list(rollout.events.all())
+    assert [(e.kind, float(e.from_percent), float(e.to_percent)) for e in events] == [
+        ("started", 0, 1), ("ramped", 1, 10), ("ramped", 10, 100)]
+    ramp = events[1]
+    assert ramp.actor is None
+    assert "judge.quality: candidate 0.800 vs baseline 0.800" in ramp.reason
+    assert "Next stage 10%" in ramp.reason
+    assert ramp.evidence["scores"]["judge.quality"]["candidate"]["n"] == 12
+
+
+def test_degraded_rollout_is_rolled_back_with_its_reason(rollout):
+    _age_stage(rollout, hours=1)  # even before the stage's minimum duration
+    _scored_calls(rollout, "baseline", [0.85] * 15)
+    _scored_calls(rollout, "candidate", [0.6] * 15)
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK and rollout.percent == 0
+    event = rollout.events.last()
+    assert event.kind == "rolled_back" and float(event.to_percent) == 0
+    assert "judge.quality: candidate 0.600 vs baseline 0.850" in event.reason
+    # Nobody is on the candidate any more, and the job leaves an ended rollout alone.
+    assert services.rollout_check(rollout=rollout) == "skipped"
+
+
+def test_outcome_signal_where_lower_is_better_rolls_back(rollout):
+    _scored_calls(rollout, "baseline", [0.0] * 9 + [1.0], metric="draft.heavy_edit")  # 10% heavily edited
+    _scored_calls(rollout, "candidate", [1.0] * 4 + [0.0] * 6, metric="draft.heavy_edit")  # 40%
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    assert "draft.heavy_edit: candidate 0.400 vs baseline 0.100 (lower is better" in rollout.events.last().reason
+
+
+def test_too_few_samples_holds(rollout):
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.9] * 12)
+    _scored_calls(rollout, "candidate", [0.1] * 3)  # bad, but three calls prove nothing yet
+    assert services.rollout_check(rollout=rollout) == "hold"
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.percent == 1
+    assert any("judge.quality: n=3 candidate" in line for line in rollout.last_check["pending"])
+
+
+def test_error_rate_regression_rolls_back(rollout):
+    for i in range(20):
+        record_call(rollout=rollout, arm="baseline")
+        record_call(rollout=rollout, arm="candidate", error="HTTP 500" if i % 2 else "")
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    assert "error rate 50.0% on the candidate vs 0.0% on baseline" in rollout.events.last().reason
+
+
+def test_worse_retention_rolls_back(rollout):
+    Rollout.objects.filter(pk=rollout.pk).update(min_retention_users=5, retention_days=7)
+    rollout.refresh_from_db()
+    baseline_users = UserFactory.create_batch(6)
+    candidate_users = UserFactory.create_batch(6)
+    for user in baseline_users:
+        record_call(rollout=rollout, arm="baseline", user=user, ago=timedelta(days=12))
+        record_call(rollout=rollout, arm="baseline", user=user, ago=timedelta(days=2))  # came back
+    for i, user in enumerate(candidate_users):
+        record_call(rollout=rollout, arm="candidate", user=user, ago=timedelta(days=12))
+        if i == 0:
+            record_call(rollout=rollout, arm="candidate", user=user, ago=timedelta(days=1))
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    reason = rollout.events.last().reason
+    assert "7-day retention 16.7% on the candidate vs 100.0% on baseline" in reason
+
+
+def test_paused_rollouts_are_left_alone_and_resume(rollout, cast):
+    services.rollout_pause(rollout=rollout, actor=cast.superuser)
+    _scored_calls(rollout, "baseline", [0.9] * 12)
+    _scored_calls(rollout, "candidate", [0.1] * 12)
+    assert services.rollout_check(rollout=rollout) == "skipped"
+    services.rollout_resume(rollout=rollout, actor=cast.superuser)
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    kinds = [(e.kind, e.actor) for e in rollout.events.all()]
+    assert kinds == [("started", None), ("paused", cast.superuser), ("resumed", cast.superuser), ("rolled_back", None)]
+
+
+def test_beat_task_judges_sampled_live_calls_then_checks(rollout, cast, settings, offline_rule):
+    settings.ROUTER_ONLINE_EVAL_SAMPLE_RATE = 1.0
+    offline_rule("email.draft", lambda request: OfflineReply(text="Thanks Jane, Friday works."))
+    completion = gateway.complete(route="email.draft", user=cast.member, messages=[{"role": "user", "content": "draft"}])
+    sample = CallSample.objects.get(call_id=completion.call_id)
+    assert sample.response["text"] == "Thanks Jane, Friday works."
+
+    result = tasks.guardrails_check()
+    assert result == {str(rollout.pk): "hold"}
+    score = CallScore.objects.get(call_id=completion.call_id)
+    assert (score.metric, score.value, score.source) == ("judge.quality", 0.8, "router.online_eval")
+    sample.refresh_from_db()
+    assert sample.judged_at is not None
+    # The judge's own call is recorded on its route, outside the rollout.
+    from router.models import ModelCall
+
+    judge_call = ModelCall.objects.get(route="router.online_eval")
+    assert judge_call.rollout_id is None
+
+
+def test_score_signal_interface_rejects_bad_input(rollout):
+    call = record_call(rollout=rollout, arm="candidate")
+    with pytest.raises(ValueError, match="Unknown metric"):
+        services.call_score_record(call_id=call.pk, metric="made.up", value=1)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        services.call_score_record(call_id=call.pk, metric="judge.quality", value=3)
+    with pytest.raises(ValueError, match="No model call"):
+        services.call_score_record(call_id=call.pk + 999, metric="judge.quality", value=1)
+    services.register_metric("test.thumbs", higher_is_better=True, label="test")
+    services.call_score_record(call_id=call.pk, metric="test.thumbs", value=1)
+    services.call_score_record(call_id=call.pk, metric="test.thumbs", value=0)  # replaces
+    assert CallScore.objects.get(call=call, metric="test.thumbs").value == 0
+
+
+def test_stages_are_editable_without_moving_anyone_back(rollout, cast):
+    services.rollout_ramp(rollout=rollout, reason="test")
+    rollout.refresh_from_db()
+    assert rollout.percent == 10
+    services.rollout_stages_update(rollout=rollout, stages=[
+        {"percent": 1, "min_hours": 24, "min_samples": 10}, {"percent": 10, "min_hours": 12, "min_samples": 5},
+        {"percent": 50, "min_hours": 24, "min_samples": 20}, {"percent": 100, "min_hours": 0, "min_samples": 0}])
+    rollout.refresh_from_db()
+    assert rollout.stage_index == 1 and rollout.next_stage["percent"] == 50
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="current percentage"):
+        services.rollout_stages_update(rollout=rollout, stages=[{"percent": 25, "min_hours": 1, "min_samples": 1}])
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    bad = client.post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "5 1 1\n100 0 0"})
+    assert bad.status_code == 400 and "current percentage" in bad.content.decode()
+    ok = client.post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "10 1 1\n100 0 0"})
+    assert ok.status_code == 302
+    rollout.refresh_from_db()
+    assert rollout.stage_index == 0 and len(rollout.stages) == 2
+    assert client_for(cast.admin).post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": "10 1 1"}).status_code == 404
+
+
+def test_guardrail_job_is_on_the_beat_schedule(db):
+    from django_celery_beat.models import PeriodicTask
+
+    from lindy import schedules
+
+    schedules.sync()
+    entry = PeriodicTask.objects.get(name="router.guardrails")
+    assert entry.task == "router.tasks.guardrails_check" and entry.interval.every == 900

@@ -1,0 +1,43 @@
+"""An eval started from the UI runs on a real Celery worker against an OpenAI-compatible server."""
+
+import json
+import time
+
+import pytest
+
+from router.models import EvalRun, Route
+from tests.conftest import client_for
+from tests.fakes.http import Reply
+from tests.fakes.openai_chat import PATH, FakeChatCompletions, completion
+
+from .helpers import cheap_target
+
+
+def _always_blocks(recorded):
+    call = {"id": "call_1", "type": "function", "function": {
+        "name": "submit_validation", "arguments": json.dumps({"approved": False, "reasoning": "r", "confidence": "high"})}}
+    return Reply(200, completion({"content": None, "tool_calls": [call]}))
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_eval_runs_on_a_worker(celery_worker_process, cast, monkeypatch):
+    with FakeChatCompletions() as fake:
+        fake.default("POST", PATH, _always_blocks)
+        monkeypatch.setenv("LINDY_MODEL_OFFLINE", "0")
+        monkeypatch.setenv("ATLAS_API_KEY", fake.API_KEY)
+        target = cheap_target(base_url=fake.base_url)
+        Route.objects.get(name="validator")
+        celery_worker_process.start()
+        response = client_for(cast.superuser).post("/router/routes/validator/evals/", {"target": target.pk, "variant": "default"})
+        run = EvalRun.objects.get()
+        assert response["Location"] == f"/router/evals/{run.pk}/"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.status == "done":
+                break
+            time.sleep(0.3)
+        assert run.status == "done", celery_worker_process.log()
+    assert (run.completed, run.passed, run.provider_used) == (12, 7, "openai")  # the 7 block cases
+    assert len(fake.chat_requests) == 12
