@@ -7,67 +7,36 @@ messages or actions.
 
 from __future__ import annotations
 
+import importlib
 import json
-from dataclasses import dataclass, field
+import pkgutil
 
 import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+import tests
 from lindy import services
-from tests.factories import AgentTaskFactory, MeetingFactory
-
-ROLES = ["anonymous", "member", "admin", "outsider", "support", "superuser"]
+from tests.role_matrix import ROLES, Case
 
 
-@dataclass
-class Case:
-    pattern: str  # the URL pattern as Django prints it
-    method: str
-    path: str  # may use {task} and {meeting}
-    expect: dict[str, int]  # role -> status
-    body: dict | None = None
-    json: bool = True
-    extra: dict = field(default_factory=dict)
+def _all_cases() -> list[Case]:
+    cases = []
+    for module in pkgutil.iter_modules(tests.__path__):
+        if module.ispkg:
+            try:
+                matrix = importlib.import_module(f"tests.{module.name}.matrix")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"tests.{module.name}.matrix":
+                    raise
+                continue
+            cases.extend(matrix.CASES)
+    return cases
 
 
-def everyone(status: int, **overrides) -> dict[str, int]:
-    return {role: overrides.get(role, status) for role in ROLES}
-
-
-LOGIN_REDIRECT = 302
-# The member owns a private task and a private meeting; nobody else may see them.
-OWN_ONLY = everyone(404, anonymous=LOGIN_REDIRECT, member=200)
-OWN_ONLY_API = everyone(404, anonymous=401, member=200)
-WORKSPACE_PAGE = everyone(200, anonymous=LOGIN_REDIRECT, support=404, superuser=404)
-
-CASES = [
-    Case("", "GET", "/", everyone(200, anonymous=LOGIN_REDIRECT)),
-    Case("accounts/login/", "GET", "/accounts/login/", everyone(302, anonymous=200)),
-    Case("accounts/logout/", "POST", "/accounts/logout/", everyone(302), json=False),
-    Case("tasks/", "GET", "/tasks/", WORKSPACE_PAGE),
-    Case("tasks/<int:task_id>/", "GET", "/tasks/{task}/", OWN_ONLY),
-    Case("meetings/", "GET", "/meetings/", WORKSPACE_PAGE),
-    Case("meetings/<int:meeting_id>/", "GET", "/meetings/{meeting}/", OWN_ONLY),
-    Case("healthz", "GET", "/healthz", everyone(200)),
-    Case("admin/", "GET", "/admin/", everyone(302, superuser=200)),
-    Case("api/openapi.json", "GET", "/api/openapi.json", everyone(200)),
-    Case("api/docs", "GET", "/api/docs", everyone(200)),
-    Case("api/", "GET", "/api/", everyone(404)),
-    Case("api/me", "GET", "/api/me", everyone(200, anonymous=401)),
-    Case("api/tasks", "GET", "/api/tasks", everyone(200, anonymous=401)),
-    Case("api/tasks", "POST", "/api/tasks", everyone(201, anonymous=401, support=404, superuser=404), body={"title": "New"}),
-    Case("api/tasks/<task_id>", "GET", "/api/tasks/{task}", OWN_ONLY_API),
-    Case("api/tasks/<task_id>/events", "POST", "/api/tasks/{task}/events", everyone(404, anonymous=401, member=201),
-         body={"actor": "user", "content": "hi"}),
-    Case("api/meetings", "GET", "/api/meetings", everyone(200, anonymous=401)),
-    Case("api/meetings", "POST", "/api/meetings", everyone(201, anonymous=401, support=404, superuser=404),
-         body={"title": "Sync", "occurred_at": "2026-11-20T10:00:00Z"}),
-    Case("api/meetings/<meeting_id>", "GET", "/api/meetings/{meeting}", OWN_ONLY_API),
-]
-
+CASES = _all_cases()
 # Patterns with no page of their own to check here.
-EXEMPT = {"api/", "admin/"}
+EXEMPT = {"admin/"}
 
 
 def _patterns(resolver=None, prefix=""):
@@ -103,11 +72,9 @@ def _client(cast, role: str) -> Client:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.method} {c.path}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_role_matrix(cast, case: Case, role: str):
-    task = AgentTaskFactory(team=cast.team, owner=cast.member, visibility="private")
-    meeting = MeetingFactory(team=cast.team, owner=cast.member, public=False)
-    path = case.path.format(task=task.pk, meeting=meeting.pk)
+    path = case.path if isinstance(case.path, str) else case.path(cast)
     client = _client(cast, role)
     if case.method == "GET":
         response = client.get(path)

@@ -1,0 +1,41 @@
+from tests.factories import AgentTaskFactory, MeetingFactory
+from tests.role_matrix import Case, api, everyone, page
+
+
+def private_task(cast) -> int:
+    return AgentTaskFactory(team=cast.team, owner=cast.member, visibility="private").pk
+
+
+def private_meeting(cast) -> int:
+    return MeetingFactory(team=cast.team, owner=cast.member, public=False).pk
+
+
+# The member owns a private task and a private meeting; nobody else may see them.
+OWN_ONLY = page(404, member=200)
+OWN_ONLY_API = api(404, member=200)
+WORKSPACE = page(200, support=404, superuser=404)
+
+CASES = [
+    Case("", "GET", "/", page(200)),
+    Case("accounts/login/", "GET", "/accounts/login/", everyone(302, anonymous=200)),
+    Case("accounts/logout/", "POST", "/accounts/logout/", everyone(302), json=False),
+    Case("tasks/", "GET", "/tasks/", WORKSPACE),
+    Case("tasks/<int:task_id>/", "GET", lambda cast: f"/tasks/{private_task(cast)}/", OWN_ONLY),
+    Case("meetings/", "GET", "/meetings/", WORKSPACE),
+    Case("meetings/<int:meeting_id>/", "GET", lambda cast: f"/meetings/{private_meeting(cast)}/", OWN_ONLY),
+    Case("healthz", "GET", "/healthz", everyone(200)),
+    Case("admin/", "GET", "/admin/", everyone(302, superuser=200)),
+    Case("api/openapi.json", "GET", "/api/openapi.json", everyone(200)),
+    Case("api/docs", "GET", "/api/docs", everyone(200)),
+    Case("api/", "GET", "/api/", everyone(404)),
+    Case("api/me", "GET", "/api/me", api(200)),
+    Case("api/tasks", "GET", "/api/tasks", api(200)),
+    Case("api/tasks", "POST", "/api/tasks", api(201, support=404, superuser=404), body={"title": "New"}),
+    Case("api/tasks/<task_id>", "GET", lambda cast: f"/api/tasks/{private_task(cast)}", OWN_ONLY_API),
+    Case("api/tasks/<task_id>/events", "POST", lambda cast: f"/api/tasks/{private_task(cast)}/events",
+         api(404, member=201), body={"actor": "user", "content": "hi"}),
+    Case("api/meetings", "GET", "/api/meetings", api(200)),
+    Case("api/meetings", "POST", "/api/meetings", api(201, support=404, superuser=404),
+         body={"title": "Sync", "occurred_at": "2026-11-20T10:00:00Z"}),
+    Case("api/meetings/<meeting_id>", "GET", lambda cast: f"/api/meetings/{private_meeting(cast)}", OWN_ONLY_API),
+]

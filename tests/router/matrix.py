@@ -1,0 +1,42 @@
+from router.services import evals, rollouts
+from tests.role_matrix import SUPERUSER_PAGE, TEAM_ADMIN_PAGE, Case, api, page
+from tests.router.helpers import cheap_target, route, variant
+
+
+def rollout_id(cast) -> int:
+    email_draft = route("email.draft")
+    variant(email_draft, "default")
+    return rollouts.rollout_start(route=email_draft, candidate=cheap_target()).pk
+
+
+def eval_run_id(cast) -> int:
+    return evals.eval_run_create(route=route("validator"), target=cheap_target()).pk
+
+
+# Superusers manage routing: everyone else gets 404 (POSTs without a valid form get 400 or a redirect).
+MANAGER_POST = page(404, superuser=400)
+
+CASES = [
+    Case("router/", "GET", "/router/", TEAM_ADMIN_PAGE),
+    Case("router/costs/", "GET", "/router/costs/", TEAM_ADMIN_PAGE),
+    Case("router/my-model/", "GET", "/router/my-model/", page(200, support=404)),
+    Case("router/targets/", "GET", "/router/targets/", SUPERUSER_PAGE),
+    Case("router/targets/new/", "POST", "/router/targets/new/", MANAGER_POST, json=False),
+    Case("router/providers/new/", "POST", "/router/providers/new/", MANAGER_POST, json=False),
+    Case("router/routes/<str:name>/", "GET", "/router/routes/agent/", SUPERUSER_PAGE),
+    Case("router/routes/<str:name>/baseline/", "POST", "/router/routes/agent/baseline/", MANAGER_POST, json=False),
+    Case("router/routes/<str:name>/variants/", "POST", "/router/routes/agent/variants/", MANAGER_POST, json=False),
+    Case("router/routes/<str:name>/rollouts/", "POST", "/router/routes/agent/rollouts/", MANAGER_POST, json=False),
+    Case("router/routes/<str:name>/evals/", "POST", "/router/routes/validator/evals/", MANAGER_POST, json=False),
+    Case("router/rollouts/<int:rollout_id>/", "GET", lambda cast: f"/router/rollouts/{rollout_id(cast)}/", SUPERUSER_PAGE),
+    Case("router/rollouts/<int:rollout_id>/stages/", "POST", lambda cast: f"/router/rollouts/{rollout_id(cast)}/stages/",
+         MANAGER_POST, json=False),
+    Case("router/rollouts/<int:rollout_id>/<slug:action>/", "POST",
+         lambda cast: f"/router/rollouts/{rollout_id(cast)}/pause/", page(404, superuser=302), json=False),
+    Case("router/evals/<int:run_id>/", "GET", lambda cast: f"/router/evals/{eval_run_id(cast)}/", SUPERUSER_PAGE),
+    Case("api/router/routes", "GET", "/api/router/routes", api(404, admin=200, outsider=200, superuser=200)),
+    Case("api/router/routes/<route>/assignment", "GET",
+         lambda cast: f"/api/router/routes/agent/assignment?user_id={cast.member.pk}", api(404, member=200, superuser=200)),
+    Case("api/router/calls/<call_id>/scores", "POST", "/api/router/calls/999999/scores", api(404),
+         body={"metric": "validator.blocked", "value": 1}),
+]
