@@ -184,3 +184,20 @@ def test_bad_input_changes_nothing(team_fs):
                                author_kind="system")  # no change at all
     assert Revision.objects.filter(filesystem=team_fs).count() == 1
     assert FileSystem.objects.get(pk=team_fs.pk).files.count() == 1
+
+
+def test_token_counts_are_exact_with_the_model_counter(team_fs, cast):
+    from django.test import override_settings
+
+    from tests.fakes.anthropic_api import FakeAnthropic
+
+    with FakeAnthropic() as fake, override_settings(**fake.settings()):
+        write_linked(team_fs, {"a.md": "Counted by the model."})
+        assert any(r.path == "/v1/messages/count_tokens" for r in fake.requests)
+    counted = team_fs.files.get(path="a.md")
+    assert counted.tokens_exact is True and counted.tokens > 0
+    from tests.conftest import client_for
+
+    html = client_for(cast.admin).get(
+        f"/memory/{team_fs.pk}/files/a.md").content.decode()
+    assert "est." not in html.split("data-path", 1)[1].split("</header>", 1)[0]
