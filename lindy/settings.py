@@ -212,3 +212,8 @@ LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "lindy.agent.han
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
+
+# memory: default token budgets of a new file system (each file system can change its own).
+# Per file: every file but index.md and master.md. Always loaded: index.md + master.md together.
+MEMORY_FILE_TOKEN_BUDGET = int(os.environ.get("MEMORY_FILE_TOKEN_BUDGET", 8_000))
+MEMORY_ALWAYS_LOADED_TOKEN_BUDGET = int(os.environ.get("MEMORY_ALWAYS_LOADED_TOKEN_BUDGET", 24_000))

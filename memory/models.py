@@ -9,6 +9,14 @@ from django.db.models import Q
 from .verifier import DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET, DEFAULT_FILE_TOKEN_BUDGET, Budgets
 
 
+def default_file_token_budget() -> int:
+    return getattr(settings, "MEMORY_FILE_TOKEN_BUDGET", DEFAULT_FILE_TOKEN_BUDGET)
+
+
+def default_always_loaded_token_budget() -> int:
+    return getattr(settings, "MEMORY_ALWAYS_LOADED_TOKEN_BUDGET", DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET)
+
+
 class FileSystem(models.Model):
     class Kind(models.TextChoices):
         TEAM = "team", "Team"
@@ -22,10 +30,10 @@ class FileSystem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_filesystem"
     )
     file_token_budget = models.PositiveIntegerField(
-        default=DEFAULT_FILE_TOKEN_BUDGET, help_text="Most tokens any file other than index.md and master.md may take."
+        default=default_file_token_budget, help_text="Most tokens any file other than index.md and master.md may take."
     )
     always_loaded_token_budget = models.PositiveIntegerField(
-        default=DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET,
+        default=default_always_loaded_token_budget,
         help_text="Most tokens index.md and master.md may take together (they are always in context).",
     )
     created_at = models.DateTimeField(auto_now_add=True)

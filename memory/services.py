@@ -22,7 +22,7 @@ from router import gateway
 from . import links
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
-from .verifier import Budgets, Violation, verify
+from .verifier import Budgets, Violation, linked_paths, verify
 
 MAX_FILE_BYTES = 200_000
 MAX_CHANGES = 10_000
@@ -389,7 +389,7 @@ def revision_revert(*, revision: Revision, author_kind: str, author=None, messag
             message=message or f"Revert revision {revision.pk}: {revision.message}", reverts=revision,
         )
     except (StaleVersion, FileNotFound, InvalidChange) as exc:
-        if isinstance(exc, InvalidChange) and "Nothing changed" in exc.message:
+        if isinstance(exc, InvalidChange) and "already exists" not in exc.message:
             raise
         raise StaleVersion(
             f"Revision {revision.pk} cannot be reverted cleanly because its files changed afterwards: {exc.message} "
@@ -404,11 +404,20 @@ def file_restore(*, filesystem: FileSystem, change: FileChange, author_kind: str
         raise FileNotFound("No such change in this file system.")
     if change.op == FileChange.Op.CREATE:
         raise InvalidChange("Before this change the file did not exist: delete the file instead.")
-    path = change.old_path if change.op == FileChange.Op.MOVE else change.path
-    current = MemoryFile.objects.filter(filesystem=filesystem, path=change.path).first()
+    if change.op == FileChange.Op.MOVE:
+        raise InvalidChange("A move does not change the text: revert its revision to move the file back.")
+    path = change.path
+    current = MemoryFile.objects.filter(filesystem=filesystem, path=path).first()
     if current is None:
-        return changes_apply(filesystem=filesystem, changes=[Change("create", path, content=change.before)],
-                             author_kind=author_kind, author=author,
+        # A deleted file comes back with its index line, unless index or master still link it.
+        changes = [Change("create", path, content=change.before)]
+        specials = dict(MemoryFile.objects.filter(filesystem=filesystem, path__in=SPECIAL)
+                        .values_list("path", "content"))
+        if not any(path in linked_paths(text) for text in specials.values()):
+            index = specials.get(INDEX, "")
+            changes.append(Change("update", INDEX, content=links.append_line(
+                index, links.index_line(path, f"restored from revision {change.revision_id}"))))
+        return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
                              message=f"Restore {path} as of before revision {change.revision_id}")
     return changes_apply(
         filesystem=filesystem,

@@ -317,10 +317,8 @@ def change_restore(request, fs_id, change_id):
     except services.MemoryWriteError as exc:
         _refused(request, exc)
         return redirect("memory:file-history", fs.pk, change.path)
-    path = change.old_path if change.op == FileChange.Op.MOVE and not fs.files.filter(path=change.path).exists() \
-        else change.path
-    messages.success(request, f"Restored {path} to its text before revision {change.revision_id}.")
-    return redirect("memory:file", fs.pk, path)
+    messages.success(request, f"Restored {change.path} to its text before revision {change.revision_id}.")
+    return redirect("memory:file", fs.pk, change.path)
 
 
 @login_required

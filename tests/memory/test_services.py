@@ -201,3 +201,41 @@ def test_token_counts_are_exact_with_the_model_counter(team_fs, cast):
     html = client_for(cast.admin).get(
         f"/memory/{team_fs.pk}/files/a.md").content.decode()
     assert "est." not in html.split("data-path", 1)[1].split("</header>", 1)[0]
+
+
+def test_restore_a_deleted_file_brings_back_its_index_line(team_fs):
+    write_linked(team_fs, {"a.md": "A"})
+    deleted = services.file_delete(filesystem=team_fs, path="a.md", base_version=None, author_kind="person")
+    services.file_restore(filesystem=team_fs, change=deleted.changes.get(op="delete"), author_kind="person")
+    files = files_of(team_fs)
+    assert files["a.md"] == "A" and "(a.md)" in files["index.md"]
+
+
+def test_restore_refuses_moves_and_creates(team_fs):
+    created = write_linked(team_fs, {"a.md": "A"})
+    moved = services.file_move(filesystem=team_fs, path="a.md", new_path="b.md", base_version=None,
+                               author_kind="person")
+    with pytest.raises(services.InvalidChange, match="revert its revision"):
+        services.file_restore(filesystem=team_fs, change=moved.changes.get(op="move"), author_kind="person")
+    with pytest.raises(services.InvalidChange, match="did not exist"):
+        services.file_restore(filesystem=team_fs, change=created.changes.get(op="create"), author_kind="person")
+
+
+def test_reverting_the_creation_of_the_index_is_refused_plainly(team_fs):
+    first = team_fs.revisions.order_by("pk").first()
+    with pytest.raises(services.InvalidChange, match="special"):
+        services.revision_revert(revision=first, author_kind="person")
+
+
+def test_migration_gives_existing_teams_and_users_a_file_system(cast):
+    import importlib
+
+    from django.apps import apps
+
+    FileSystem.objects.filter(team=cast.team).delete()
+    FileSystem.objects.filter(owner=cast.member).delete()
+    migration = importlib.import_module("memory.migrations.0002_filesystems_for_existing")
+    migration.create_missing(apps, None)
+    for fs in (FileSystem.objects.get(team=cast.team), FileSystem.objects.get(owner=cast.member)):
+        assert files_of(fs) == {"index.md": ""} and fs.revisions.count() == 1
+    assert FileSystem.objects.filter(team=cast.other_team).count() == 1
