@@ -144,7 +144,8 @@ def file_edit(request, fs_id, path):
     fs = _editable(request, fs_id)
     item = selectors.file_get(fs, path)
     context = _base(request, fs)
-    context.update({"file": item, "content": item.content, "base_version": item.version, "message": ""})
+    context.update({"file": item, "content": item.content, "base_version": item.version, "message": "",
+                    "preview": render_markdown(item.content, fs_id=fs.pk)})
     if request.method == "POST":
         content = request.POST.get("content", "").replace("\r\n", "\n")
         base_version = _int(request.POST.get("base_version"))
