@@ -105,3 +105,8 @@ def revision_get(fs: FileSystem, revision_id) -> Revision:
 def change_get(fs: FileSystem, change_id) -> FileChange:
     return permissions.get_visible_or_404(FileChange.objects.filter(filesystem=fs).select_related("revision"),
                                           pk=change_id)
+
+
+def files_content(fs: FileSystem) -> dict[str, str]:
+    """Every file's text (path -> content): the draft the memory agent starts from."""
+    return dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "content"))

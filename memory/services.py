@@ -198,6 +198,23 @@ def _counter(user) -> Callable[[str], tuple[int, bool]]:
     return count
 
 
+def _precount(changes: list[Change], count: Callable[[str], tuple[int, bool]]) -> dict[str, tuple[int, bool]]:
+    counted: dict[str, tuple[int, bool]] = {}
+    for change in changes:
+        text = change.content if change.content is not None else ""
+        if isinstance(text, str) and text not in counted and len(text.encode("utf-8")) <= MAX_FILE_BYTES:
+            counted[text] = count(text)
+    return counted
+
+
+def draft_verify(*, filesystem: FileSystem, files: dict[str, str], user=None) -> list[Violation]:
+    """The verifier's verdict on a whole draft of `filesystem` (path -> content), counted the
+    way writes are counted, against the file system's budgets. For the memory agent, to check
+    a draft before it proposes it."""
+    count = _counter(user)
+    return verify(files, filesystem.budgets, count=lambda text: count(text)[0])
+
+
 def _touched(changes: list[Change]) -> set[str]:
     touched = set()
     for change in changes:
@@ -236,7 +253,13 @@ def changes_apply(
         raise InvalidChange("Nothing to change.")
     if len(changes) > MAX_CHANGES:
         raise InvalidChange(f"At most {MAX_CHANGES} changes fit in one revision.")
-    count = _counter(author)
+    # Count before taking the lock: with a model key this calls the model's counter, which
+    # must not hold the file system's row lock while it waits on the network.
+    counted = _precount(changes, _counter(author))
+
+    def count(text: str) -> tuple[int, bool]:
+        return counted[text]
+
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
         draft = _Draft(files=_load(fs, _touched(changes)))
@@ -465,6 +488,6 @@ def filesystem_for_user(user) -> FileSystem:
 
 __all__ = [
     "AuthorKind", "Change", "FileNotFound", "InvalidChange", "MemoryWriteError", "StaleVersion",
-    "VerificationFailed", "budgets_update", "changes_apply", "file_delete", "file_move", "file_restore",
+    "VerificationFailed", "budgets_update", "changes_apply", "draft_verify", "file_delete", "file_move", "file_restore",
     "file_write", "filesystem_for_team", "filesystem_for_user", "revision_revert",
 ]

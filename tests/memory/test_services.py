@@ -239,3 +239,13 @@ def test_migration_gives_existing_teams_and_users_a_file_system(cast):
     for fs in (FileSystem.objects.get(team=cast.team), FileSystem.objects.get(owner=cast.member)):
         assert files_of(fs) == {"index.md": ""} and fs.revisions.count() == 1
     assert FileSystem.objects.filter(team=cast.other_team).count() == 1
+
+
+def test_draft_verify_for_the_memory_agent(team_fs):
+    from memory.selectors import files_content
+
+    draft = files_content(team_fs)
+    draft["people/new.md"] = "Someone new"
+    assert [v.kind for v in services.draft_verify(filesystem=team_fs, files=draft)] == ["unlinked"]
+    draft["index.md"] += "\n- [people/new.md](people/new.md)"
+    assert services.draft_verify(filesystem=team_fs, files=draft) == []
