@@ -79,3 +79,7 @@ api.add_router("", core_router)
 from router.api import router as router_router  # noqa: E402
 
 api.add_router("/router", router_router)
+
+from memory.api import router as memory_router  # noqa: E402
+
+api.add_router("/memory", memory_router)

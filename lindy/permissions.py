@@ -152,3 +152,25 @@ def can_choose_model_only(user) -> bool:
 def can_view_assignment(user, subject_id: int) -> bool:
     """'Why this model?' answers for the user themself and superusers."""
     return is_superuser(user) or getattr(user, "pk", None) == subject_id
+
+# Memory (memory/): a user reads and edits their own memory and reads their teams';
+# team admins edit their team's. Support staff see none of it, even if they are in a team.
+
+def can_use_memory(user) -> bool:
+    return can_use_workspace(user) and not is_support(user)
+
+
+def visible_filesystems(user):
+    from memory.models import FileSystem
+
+    if not can_use_memory(user):
+        return FileSystem.objects.none()
+    return FileSystem.objects.filter(Q(owner=user) | Q(team_id__in=team_ids(user)))
+
+
+def can_edit_filesystem(user, filesystem) -> bool:
+    if not can_use_memory(user):
+        return False
+    if filesystem.owner_id is not None:
+        return filesystem.owner_id == user.pk
+    return is_team_admin(user, filesystem.team_id)

@@ -223,3 +223,8 @@ ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE
 # Samples the guardrail job sends to the judge route per run, per rollout.
 ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
+
+# memory: default token budgets of a new file system (each file system can change its own).
+# Per file: every file but index.md and master.md. Always loaded: index.md + master.md together.
+MEMORY_FILE_TOKEN_BUDGET = int(os.environ.get("MEMORY_FILE_TOKEN_BUDGET", 8_000))
+MEMORY_ALWAYS_LOADED_TOKEN_BUDGET = int(os.environ.get("MEMORY_ALWAYS_LOADED_TOKEN_BUDGET", 24_000))

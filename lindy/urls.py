@@ -18,3 +18,4 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("router/", include("router.urls")),
 ]
+urlpatterns.append(path("memory/", include("memory.urls")))
