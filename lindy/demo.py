@@ -42,7 +42,7 @@ LOGINS = [
 ]
 
 # Extra demo data from other apps, as dotted paths to `seed(context)`.
-EXTRA_SEEDERS: list[str] = []
+EXTRA_SEEDERS: list[str] = ["validator.demo.seed"]
 
 
 @dataclass

@@ -212,3 +212,11 @@ LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "lindy.agent.han
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
+
+# validator (and the agent loop in lindy/agent.py)
+# Slack posts by the agent go through slack_sdk with this bot token; without one they are
+# written to the outbox as recorded actions. The base URL is overridable for tests and proxies.
+LINDY_SLACK_BOT_TOKEN = os.environ.get("LINDY_SLACK_BOT_TOKEN", "")
+LINDY_SLACK_API_URL = os.environ.get("LINDY_SLACK_API_URL", "https://slack.com/api/")
+# A user's messages on one channel conversation feed the same task until it has been idle this long.
+LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
