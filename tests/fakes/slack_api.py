@@ -4,7 +4,6 @@ real slack_sdk WebClient (`WebClient(token=..., base_url=fake.url + "/api/")`)."
 from __future__ import annotations
 
 import itertools
-
 from urllib.parse import parse_qs
 
 from .http import FakeServer, Recorded, Reply

@@ -5,11 +5,9 @@ import pytest
 from django.test import override_settings
 
 from lindy import agent
-from lindy.models import AgentTask, TaskEvent
 from router.models import ModelCall
 from tests.fakes.anthropic_api import FakeAnthropic, text_block, tool_use_block
 from tests.fakes.slack_api import FakeSlack
-from tests.validator import helpers
 from tests.validator.helpers import FAILING, RECORDER, SENT, task_with
 from validator.models import Conversation, Decision, OutboxEntry
 
@@ -184,4 +182,3 @@ def test_handle_inbound_is_the_configured_seam(settings):
     from django.utils.module_loading import import_string
 
     assert import_string(settings.LINDY_INBOUND_HANDLER) is agent.handle_inbound
-    assert AgentTask and TaskEvent and helpers
