@@ -1,12 +1,13 @@
 """The validator API for agent runtimes: check an action, list decisions, authorize one."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: ninja resolves the query parameters of the
+# paginated list at request time, and string annotations would not resolve then.
 
 from datetime import datetime
 from typing import Literal
 
 from django.http import Http404
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Router, Schema
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from lindy import permissions
@@ -76,8 +77,7 @@ class DecisionOut(Schema):
     execution_result: dict | None
 
 
-class DecisionFilter(Schema):
-    status: Literal[tuple(Decision.Status.values)] | None = None  # type: ignore[valid-type]
+StatusName = Literal["exempt", "allowed", "executed", "blocked", "authorized", "dismissed", "suggestion_followed"]
 
 
 def _check_out(decision: Decision) -> dict:
@@ -129,8 +129,8 @@ def check(request, payload: CheckIn):
 
 @router.get("/decisions", response=list[DecisionOut], summary="Your validation decisions (e.g. ?status=blocked)")
 @paginate(LimitOffsetPagination)
-def decision_list(request, filters: Query[DecisionFilter]):
-    return selectors.decision_list(request.user, filters.status).select_related("resolved_by")
+def decision_list(request, status: StatusName | None = None):
+    return selectors.decision_list(request.user, status).select_related("resolved_by")
 
 
 @router.get("/decisions/{decision_id}", response=DecisionOut, summary="One of your decisions")

@@ -63,3 +63,12 @@ def test_argument_errors():
 def test_unknown_tool():
     with pytest.raises(registry.UnknownTool):
         registry.get("launch_rockets")
+
+
+def test_api_status_filter_names_every_status():
+    from typing import get_args
+
+    from validator.api import StatusName
+    from validator.models import Decision
+
+    assert set(get_args(StatusName)) == set(Decision.Status.values)
