@@ -85,7 +85,7 @@ def test_authorize_without_javascript_runs_once_and_records_who(cast):
     assert decision.status == "authorized" and decision.resolved_by == cast.member and decision.resolved_at
     assert OutboxEntry.objects.filter(decision=decision).count() == 1
     assert decision.task.events.filter(actor="tool", content__startswith="Authorized by").count() == 1
-    assert client.get("/validator/decisions/{}/".format(decision.pk)).content.count(b"Authorize and run") == 0
+    assert client.get(f"/validator/decisions/{decision.pk}/").content.count(b"Authorize and run") == 0
 
 
 def test_authorize_with_htmx_returns_the_outcome(cast):
