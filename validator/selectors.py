@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
@@ -51,7 +51,8 @@ def team_stats(user, *, days: int = 30) -> dict:
     """Per team the user administers: validated decisions per tool per day, blocked among them.
     Counts only — admins never see the actions themselves."""
     team_ids = permissions.admin_team_ids(user)
-    since = timezone.now() - timedelta(days=days)
+    first_day = timezone.localdate() - timedelta(days=days - 1)
+    since = timezone.make_aware(datetime.combine(first_day, time.min))
     rows = (
         Decision.objects.filter(team_id__in=team_ids, created_at__gte=since, status__in=VALIDATED)
         .annotate(day=TruncDate("created_at"))
@@ -62,17 +63,17 @@ def team_stats(user, *, days: int = 30) -> dict:
     )
     teams: dict[str, dict] = {}
     for row in rows:
-        team = teams.setdefault(row["team__name"], {"tools": {}, "days": set()})
+        team = teams.setdefault(row["team__name"], {"tools": {}})
         day = row["day"].isoformat()
-        team["days"].add(day)
         tool = team["tools"].setdefault(row["tool"], {"total": 0, "blocked": 0, "failures": 0, "by_day": {}})
         tool["total"] += row["total"]
         tool["blocked"] += row["blocked"]
         tool["failures"] += row["failures"]
         tool["by_day"][day] = {"total": row["total"], "blocked": row["blocked"]}
+    # Every day of the period is on the axis, so quiet days show as gaps, not as a squeezed scale.
+    days_sorted = [(first_day + timedelta(days=offset)).isoformat() for offset in range(days)]
     result = {}
     for name, team in teams.items():
-        days_sorted = sorted(team["days"])
         tools = []
         for tool_name, tool in sorted(team["tools"].items()):
             tools.append({

@@ -41,6 +41,10 @@ def _detail_context(request, decision: Decision) -> dict:
     return {
         "decision": decision,
         "history": selectors.history_around(decision),
+        "argument_rows": [
+            (key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+            for key, value in (decision.arguments or {}).items()
+        ],
         "can_resolve": decision.is_open and permissions.can_authorize_decision(request.user, decision),
     }
 

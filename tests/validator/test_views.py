@@ -179,3 +179,25 @@ def test_stats_are_scoped_to_the_admins_team(cast):
     assert b"No validated actions" in response.content
     globex_member = member_of(cast.other_team)
     assert client_for(globex_member).get("/validator/").content.count(b"data-decision=") == 0
+
+
+def test_stats_series_is_a_daily_block_rate_over_the_period(cast):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from validator import selectors
+
+    old = blocked_payment(cast)
+    old.created_at = timezone.now() - timedelta(days=3)
+    old.save()
+    blocked_payment(cast)
+    task = task_with(cast.member, cast.team, [("user", "Pay invoice NW-1 to Northwind, $10")])
+    services.check(user=cast.member, team=cast.team, task=task, tool="pay_invoice",
+                   arguments={"invoice_id": "NW-1", "payee": "Northwind", "amount": 10, "currency": "USD"},
+                   justification='"Pay invoice NW-1 to Northwind"')
+    stats = selectors.team_stats(cast.admin, days=7)["Acme"]
+    assert len(stats["days"]) == 7 and stats["days"][-1] == timezone.localdate().isoformat()
+    pay = next(t for t in stats["tools"] if t["tool"] == "pay_invoice")
+    assert (pay["total"], pay["blocked"]) == (3, 2)
+    assert pay["series"][-1] == 50.0 and pay["series"][-4] == 100.0 and pay["series"][0] is None
