@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import context as memory_context
-from router import gateway
+from router import gateway, routing
 from router.types import ModelError
 from validator import registry
 from validator import services as validator_services
@@ -174,7 +174,8 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
-    system = agent_prompts.system_prompt(user=user, team=team, memory_text=memory.text)
+    variant = routing.assign("agent", user).prompt_variant
+    system = agent_prompts.system_prompt(user=user, team=team, memory_text=memory.text, variant=variant)
     messages = [{"role": "user", "content": agent_prompts.history_message(task, task.events.order_by("seq"))}]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from lindy import services as lindy_services
 from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
-from router import gateway
+from router import gateway, routing
 from router.types import ModelError
 
 from . import evidence as evidence_mod
@@ -86,7 +86,8 @@ def check(
         justification=justification, evidence=decision.evidence, history=history,
         memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
     )
-    variant = "default"
+    # The prompt is built for the variant the router will serve this user (prompt rollouts).
+    variant = routing.assign("validator", user).prompt_variant
     try:
         completion = gateway.complete(
             route="validator", user=user, team=team, system=prompts.system_prompt(variant),

@@ -182,3 +182,21 @@ def test_handle_inbound_is_the_configured_seam(settings):
     from django.utils.module_loading import import_string
 
     assert import_string(settings.LINDY_INBOUND_HANDLER) is agent.handle_inbound
+
+
+def test_approved_call_executes_after_the_validator_call(cast, fake):
+    task = task_with(cast.member, cast.team, [("user", "Post in #general that lunch is at noon")])
+    fake.reply_tool_use("post_slack_message", {"channel": "#general", "text": "Lunch is at noon.",
+                                               "justification": '"Post in #general that lunch is at noon"'})
+    fake.reply_tool_use("record_verdict", {"approved": True, "reasoning": "The user asked.", "confidence": "high",
+                                           "suggestedNextStep": None})
+    fake.reply_text("Posted.")
+    result = agent.run(task)
+    assert result.stopped == "done"
+    decision = Decision.objects.get(task=task)
+    assert decision.status == Decision.Status.EXECUTED and decision.executed_at
+    assert decision.evidence["quotes"][0]["by_user"] is True
+    entry = OutboxEntry.objects.get(decision=decision)
+    assert entry.adapter == "outbox" and entry.status == "recorded"  # no Slack token configured
+    tool_result = fake.message_requests[2].json["messages"][-1]["content"][0]
+    assert tool_result["is_error"] is False and "recorded in the outbox" in tool_result["content"]
