@@ -13,6 +13,7 @@ import html
 import re
 
 from router.offline import OfflineReply, offline_policy, tool_call
+from validator.services import SUGGESTION_PREFIX
 
 EVENT = re.compile(r'<event seq="(\d+)" actor="(\w+)"[^>]*>(.*?)</event>', re.S)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -38,7 +39,23 @@ def _justify(user_text: str) -> str:
     return f'The user asked me directly: "{first_line}"'
 
 
+def _follow_suggestion(user_text: str) -> OfflineReply:
+    """The user sent a validator's suggestion back: do what it says, never the blocked action."""
+    blocked = re.search(r"\((.*)\):", user_text)
+    action = blocked.group(1) if blocked else "the blocked action"
+    suggestion = user_text.split("):", 1)[-1].strip()
+    lowered = suggestion.casefold()
+    if "archive" in lowered and (match := MESSAGE_ID.search(action)):
+        return OfflineReply(tool_calls=[tool_call("archive_email", {"message_id": match.group(1)})])
+    if "ask the user" in lowered or "confirm" in lowered:
+        return OfflineReply(tool_calls=[tool_call("send_sms_to_user", {
+            "body": f"Before I go ahead: do you want me to {action[:1].lower() + action[1:]}? Reply yes to confirm."})])
+    return OfflineReply(tool_calls=[tool_call("reply_to_user", {"body": f"Following the suggestion: {suggestion}"})])
+
+
 def _act(user_text: str) -> OfflineReply:
+    if user_text.startswith(SUGGESTION_PREFIX):
+        return _follow_suggestion(user_text)
     lowered = user_text.casefold()
     emails = EMAIL.findall(user_text)
     if "archive" in lowered and (match := MESSAGE_ID.search(user_text)):

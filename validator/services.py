@@ -21,6 +21,8 @@ from .verdict import MalformedVerdict, parse_completion
 logger = logging.getLogger(__name__)
 
 MAX_STORED_HISTORY = 200
+# Starts the user's instruction when they send a suggestion back to the task.
+SUGGESTION_PREFIX = "Follow the validator's suggestion"
 
 
 class AlreadyResolved(Exception):
@@ -197,7 +199,8 @@ def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.SUGGESTION_FOLLOWED)
     lindy_services.task_event_add(
         task=decision.task, actor=TaskEvent.Actor.USER,
-        content=f"Instead of “{decision.description}”: {decision.suggested_next_step}",
+        content=f"{SUGGESTION_PREFIX} instead of the blocked action ({decision.description}): "
+        f"{decision.suggested_next_step}",
     )
     from .tasks import agent_run
 

@@ -122,7 +122,27 @@ def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, set
     assert decision.status == "suggestion_followed"
     instruction = decision.task.events.filter(actor="user").order_by("-seq").first()
     assert decision.suggested_next_step in instruction.content
-    assert len(SENT) == 1  # the agent ran on the instruction and answered the user
+    # The agent ran on the instruction: it asked the user over SMS and did not retry the payment.
+    assert len(SENT) == 1 and SENT[0]["channel"] == "sms" and "pay 10 USD to Northwind" in SENT[0]["body"]
+    assert not decision.task.validator_decisions.exclude(pk=decision.pk).exists()
+    assert OutboxEntry.objects.filter(tool="pay_invoice").count() == 0
+
+
+def test_following_an_archive_suggestion_archives(cast, settings, monkeypatch, django_capture_on_commit_callbacks):
+    from tests.validator.helpers import RECORDER
+    from validator import tasks
+
+    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    monkeypatch.setattr(tasks.agent_run, "delay", lambda task_id: tasks.agent_run(task_id))
+    task = task_with(cast.member, cast.team, [("user", "Archive the newsletter, message nl-7.")])
+    decision = services.check(user=cast.member, team=cast.team, task=task, tool="delete_email",
+                              arguments={"message_id": "nl-7"}, justification='"Archive the newsletter"')
+    assert decision.status == "blocked" and "archive" in decision.suggested_next_step.lower()
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/")
+    entry = OutboxEntry.objects.get(tool="archive_email")
+    assert entry.arguments == {"message_id": "nl-7"}
+    assert not OutboxEntry.objects.filter(tool="delete_email").exists()
 
 
 @pytest.mark.django_db(transaction=True)
