@@ -83,3 +83,7 @@ api.add_router("/router", router_router)
 from memory.api import router as memory_router  # noqa: E402
 
 api.add_router("/memory", memory_router)
+
+from validator.api import router as validator_router  # noqa: E402
+
+api.add_router("/validator", validator_router)

@@ -42,8 +42,11 @@ LOGINS = [
 ]
 
 # Extra demo data from other apps, as dotted paths to `seed(context)`.
-EXTRA_SEEDERS: list[str] = []
-EXTRA_SEEDERS.append("memory.demo.seed")
+EXTRA_SEEDERS: list[str] = [
+    "memory.demo.seed",
+    "validator.demo.seed",  # after memory: standing permissions live in the user's memory
+    "router.demo.seed",
+]
 
 
 @dataclass
@@ -138,5 +141,3 @@ def seed() -> DemoContext:
         module_name, func_name = dotted.rsplit(".", 1)
         getattr(import_module(module_name), func_name)(ctx)
     return ctx
-
-EXTRA_SEEDERS.append("router.demo.seed")

@@ -174,3 +174,26 @@ def can_edit_filesystem(user, filesystem) -> bool:
     if filesystem.owner_id is not None:
         return filesystem.owner_id == user.pk
     return is_team_admin(user, filesystem.team_id)
+
+# The validator (blocked actions). Only the user an action was for sees its contents or
+# resolves it: not a team admin, not support staff.
+
+def can_review_actions(user) -> bool:
+    return can_use_workspace(user)
+
+
+def visible_decisions(user):
+    from validator.models import Decision
+
+    if not can_review_actions(user):
+        return Decision.objects.none()
+    return Decision.objects.filter(user=user, team_id__in=team_ids(user))
+
+
+def can_authorize_decision(user, decision) -> bool:
+    return decision.user_id == getattr(user, "pk", None) and is_member(user, decision.team_id)
+
+
+def can_view_decision_stats(user) -> bool:
+    """Team admins see their teams' decision statistics (counts, never contents)."""
+    return bool(admin_team_ids(user))

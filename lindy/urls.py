@@ -16,6 +16,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
+    path("memory/", include("memory.urls")),
+    path("validator/", include("validator.urls")),
     path("router/", include("router.urls")),
 ]
-urlpatterns.append(path("memory/", include("memory.urls")))

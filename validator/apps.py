@@ -3,3 +3,18 @@ from django.apps import AppConfig
 
 class ValidatorConfig(AppConfig):
     name = "validator"
+    verbose_name = "Action validator"
+
+    def ready(self):
+        from lindy import agent_offline, navigation, permissions  # noqa: F401  (registers the agent's offline rules)
+
+        from . import offline  # noqa: F401  (registers the validator's offline rules)
+        from .selectors import blocked_count
+
+        navigation.register(navigation.NavItem(
+            "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,
+            badge=blocked_count,
+        ))
+        navigation.register(navigation.NavItem(
+            "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
+        ))

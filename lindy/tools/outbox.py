@@ -1,0 +1,25 @@
+"""The recorded outbox: actions with no live integration configured are written down, with
+everything needed to replay them, and reported to the agent as recorded (not as sent)."""
+
+from __future__ import annotations
+
+from validator import registry
+from validator.models import OutboxEntry
+
+
+def entry_create(ctx, tool: str, arguments: dict, *, adapter: str, status: str, response=None,
+                 error: str = "") -> OutboxEntry:
+    return OutboxEntry.objects.create(
+        team=ctx.team, user=ctx.user, task=ctx.task, decision=ctx.decision, tool=tool, arguments=arguments,
+        adapter=adapter, status=status, response=response, error=error,
+    )
+
+
+def record(ctx, tool: str, arguments: dict, result_cls):
+    entry = entry_create(ctx, tool, arguments, adapter="outbox", status=OutboxEntry.Status.RECORDED)
+    return result_cls(
+        ok=True, adapter="outbox",
+        content=f"{registry.describe(tool, arguments)}: recorded in the outbox as entry {entry.pk} "
+        "(no live integration is configured for this tool, so nothing left the system).",
+        data={"outbox_id": entry.pk},
+    )

@@ -1,0 +1,41 @@
+"""Helpers for validator and agent tests: tasks with scripted histories, a recording user-message
+sender for the LINDY_USER_MESSAGE_SENDER seam, a memory context with given documents."""
+
+from __future__ import annotations
+
+from lindy import services
+from memory.context import ContextDocument, MemoryContext
+
+SENT: list[dict] = []
+
+
+def record_user_message(*, user, body: str, channel: str | None = None) -> dict:
+    SENT.append({"user": user.email, "body": body, "channel": channel})
+    return {"message_id": f"msg-{len(SENT)}", "channel": channel or "imessage"}
+
+
+def failing_user_message(*, user, body: str, channel: str | None = None) -> dict:
+    raise ConnectionError("the messaging provider is down")
+
+
+RECORDER = "tests.validator.helpers.record_user_message"
+FAILING = "tests.validator.helpers.failing_user_message"
+
+
+def task_with(owner, team, events, title="A task"):
+    task = services.task_create(team=team, owner=owner, title=title)
+    for event in events:
+        actor, content, *rest = event
+        services.task_event_add(task=task, actor=actor, content=content, name=rest[0] if rest else "")
+    return task
+
+
+def memory_with(*documents: tuple[str, str, str]):
+    """A context_for replacement returning these (label, path, content) documents."""
+    docs = [ContextDocument(label=label, path=path, content=content) for label, path, content in documents]
+
+    def context_for(user):
+        text = "\n\n".join(f"## {d.label} {d.path}\n{d.content}" for d in docs)
+        return MemoryContext(text=text, tokens=len(text) // 3, exact=False, documents=docs)
+
+    return context_for

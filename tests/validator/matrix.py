@@ -1,0 +1,38 @@
+"""Blocked actions belong to the user they were taken for: only they see and authorize them
+(a team admin of the same team gets 404, like anyone else). Team admins see statistics only."""
+
+from tests.role_matrix import Case, api, page
+from tests.validator.test_views import blocked_payment
+
+
+def decision(cast) -> int:
+    return blocked_payment(cast).pk
+
+
+CHECK_BODY = {
+    "history": [{"actor": "user", "content": "Send the Q3 report to jane@initech.test"}],
+    "action": {
+        "tool": "send_email",
+        "arguments": {"to": ["jane@initech.test"], "subject": "Q3 report", "body": "Attached."},
+        "justification": 'The user said "Send the Q3 report to jane@initech.test"',
+    },
+}
+
+CASES = [
+    Case("validator/", "GET", "/validator/", page(200, support=404, superuser=404)),
+    Case("validator/decisions/<int:decision_id>/", "GET", lambda c: f"/validator/decisions/{decision(c)}/", page(404, member=200)),
+    Case("validator/decisions/<int:decision_id>/authorize/", "POST",
+         lambda c: f"/validator/decisions/{decision(c)}/authorize/", page(404, member=302), json=False),
+    Case("validator/decisions/<int:decision_id>/dismiss/", "POST",
+         lambda c: f"/validator/decisions/{decision(c)}/dismiss/", page(404, member=302), json=False),
+    Case("validator/decisions/<int:decision_id>/follow/", "POST",
+         lambda c: f"/validator/decisions/{decision(c)}/follow/", page(404, member=302), json=False),
+    Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200)),
+    Case("api/validator/check", "POST", "/api/validator/check", api(200, support=404, superuser=404), body=CHECK_BODY),
+    Case("api/validator/decisions", "GET", "/api/validator/decisions?status=blocked", api(200)),
+    Case("api/validator/decisions/<decision_id>", "GET", lambda c: f"/api/validator/decisions/{decision(c)}", api(404, member=200)),
+    Case("api/validator/decisions/<decision_id>/authorize", "POST",
+         lambda c: f"/api/validator/decisions/{decision(c)}/authorize", api(404, member=200)),
+    Case("api/validator/decisions/<decision_id>/dismiss", "POST",
+         lambda c: f"/api/validator/decisions/{decision(c)}/dismiss", api(404, member=200)),
+]

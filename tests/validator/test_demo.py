@@ -1,0 +1,18 @@
+import pytest
+
+from lindy import demo
+from validator.models import Decision
+
+pytestmark = pytest.mark.django_db
+
+
+def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
+    demo.seed()
+    demo.seed()
+    rows = {(d.user.email, d.tool, d.status) for d in Decision.objects.select_related("user")}
+    assert rows == {
+        ("admin@acme.test", "pay_invoice", "blocked"),
+        ("user@acme.test", "send_email", "blocked"),
+        ("user@acme.test", "send_email", "executed"),
+    }
+    assert all(d.model_call_id for d in Decision.objects.all())

@@ -1,0 +1,143 @@
+"""Validation decisions, and the outbox of actions executed without a live integration."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from . import registry
+
+
+class Decision(models.Model):
+    """One action the validator looked at (or let through as exempt), and what became of it."""
+
+    class Status(models.TextChoices):
+        EXEMPT = "exempt", "Exempt (not validated)"
+        ALLOWED = "allowed", "Allowed"
+        EXECUTED = "executed", "Allowed and executed"
+        BLOCKED = "blocked", "Blocked"
+        AUTHORIZED = "authorized", "Authorized by the user and executed"
+        DISMISSED = "dismissed", "Dismissed"
+        SUGGESTION_FOLLOWED = "suggestion_followed", "Suggestion sent back to the task"
+
+    class Confidence(models.TextChoices):
+        HIGH = "high", "High"
+        MEDIUM = "medium", "Medium"
+        LOW = "low", "Low"
+
+    RESOLVED = (Status.AUTHORIZED, Status.DISMISSED, Status.SUGGESTION_FOLLOWED)
+
+    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="validator_decisions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="validator_decisions",
+        help_text="The user the action was for: the only person who may authorize it.",
+    )
+    task = models.ForeignKey(
+        "lindy.AgentTask", on_delete=models.CASCADE, null=True, blank=True, related_name="validator_decisions"
+    )
+    # For checks sent through the API with their own history instead of a task.
+    history = models.JSONField(default=list, blank=True)
+    event_seq = models.PositiveIntegerField(null=True, blank=True, help_text="Last task event the validator saw.")
+    tool_call_id = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=100, db_index=True)
+    effect = models.CharField(max_length=20, choices=[(k, v) for k, v in registry.EFFECT_LABELS.items()])
+    arguments = models.JSONField(default=dict)
+    justification = models.TextField(blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+
+    approved = models.BooleanField(default=False)
+    reasoning = models.TextField(blank=True)
+    confidence = models.CharField(max_length=10, choices=Confidence.choices, blank=True)
+    suggested_next_step = models.TextField(blank=True, null=True)
+    validator_failure = models.BooleanField(
+        default=False, help_text="The validator could not give a verdict (model error, timeout, malformed output): blocked."
+    )
+    failure_reason = models.TextField(blank=True)
+
+    model_call_id = models.BigIntegerField(null=True, blank=True)
+    provider = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    prompt_variant = models.CharField(max_length=60, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+
+    status = models.CharField(max_length=24, choices=Status.choices)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    execution_result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["user", "status", "created_at"]),
+            models.Index(fields=["team", "created_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.tool} for {self.user} ({self.status})"
+
+    @property
+    def description(self) -> str:
+        return registry.describe(self.tool, self.arguments)
+
+    @property
+    def effect_label(self) -> str:
+        return registry.EFFECT_LABELS.get(self.effect, self.effect)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.BLOCKED
+
+
+class OutboxEntry(models.Model):
+    """Every executed action is written here: what ran, through which adapter, and how it went.
+    Actions with no live integration (no Gmail or calendar credentials) end here as `recorded`."""
+
+    class Status(models.TextChoices):
+        RECORDED = "recorded", "Recorded (no live integration)"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="outbox_entries")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="outbox_entries")
+    task = models.ForeignKey("lindy.AgentTask", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    decision = models.ForeignKey(Decision, on_delete=models.SET_NULL, null=True, blank=True, related_name="outbox")
+    tool = models.CharField(max_length=100)
+    arguments = models.JSONField(default=dict)
+    adapter = models.CharField(max_length=40)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    response = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name_plural = "outbox entries"
+
+    def __str__(self):
+        return f"{self.tool} via {self.adapter} ({self.status})"
+
+
+class Conversation(models.Model):
+    """Which task a user's conversation on a channel is currently feeding (lindy.agent)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    channel = models.CharField(max_length=40)
+    conversation_ref = models.CharField(max_length=200)
+    task = models.ForeignKey("lindy.AgentTask", on_delete=models.CASCADE, related_name="+")
+    last_inbound_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "channel", "conversation_ref"], name="one_open_task_per_conversation")
+        ]
+
+    def __str__(self):
+        return f"{self.user} on {self.channel}:{self.conversation_ref}"

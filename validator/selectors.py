@@ -1,0 +1,89 @@
+"""Reads of the validator, always through the permission rules."""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+from django.db.models import Count, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from lindy import permissions
+
+from .models import Decision
+
+VALIDATED = ("allowed", "executed", "blocked", "authorized", "dismissed", "suggestion_followed")
+
+
+def blocked_count(user) -> int:
+    if not permissions.can_review_actions(user):
+        return 0
+    return Decision.objects.filter(user=user, status=Decision.Status.BLOCKED).count()
+
+
+def decision_list(user, status: str | None = None):
+    queryset = permissions.visible_decisions(user).select_related("task")
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("-created_at", "-pk")
+
+
+def decision_detail(user, decision_id) -> Decision:
+    return permissions.get_visible_or_404(
+        permissions.visible_decisions(user).select_related("task", "team", "resolved_by"), pk=decision_id
+    )
+
+
+def history_around(decision: Decision, before: int = 8) -> list[dict]:
+    """The task history the validator saw, up to the action (the last `before` events)."""
+    if decision.task_id is None:
+        return [dict(item, seq=item.get("seq") or i + 1) for i, item in enumerate(decision.history)][-before:]
+    events = decision.task.events.order_by("-seq")
+    if decision.event_seq is not None:
+        events = events.filter(seq__lte=decision.event_seq)
+    return [
+        {"seq": e.seq, "actor": e.actor, "name": e.name, "content": e.content}
+        for e in reversed(list(events[:before]))
+    ]
+
+
+def team_stats(user, *, days: int = 30) -> dict:
+    """Per team the user administers: validated decisions per tool per day, blocked among them.
+    Counts only — admins never see the actions themselves."""
+    team_ids = permissions.admin_team_ids(user)
+    first_day = timezone.localdate() - timedelta(days=days - 1)
+    since = timezone.make_aware(datetime.combine(first_day, time.min))
+    rows = (
+        Decision.objects.filter(team_id__in=team_ids, created_at__gte=since, status__in=VALIDATED)
+        .annotate(day=TruncDate("created_at"))
+        .values("team__name", "tool", "day")
+        .annotate(total=Count("id"), blocked=Count("id", filter=Q(approved=False)),
+                  failures=Count("id", filter=Q(validator_failure=True)))
+        .order_by("team__name", "tool", "day")
+    )
+    teams: dict[str, dict] = {}
+    for row in rows:
+        team = teams.setdefault(row["team__name"], {"tools": {}})
+        day = row["day"].isoformat()
+        tool = team["tools"].setdefault(row["tool"], {"total": 0, "blocked": 0, "failures": 0, "by_day": {}})
+        tool["total"] += row["total"]
+        tool["blocked"] += row["blocked"]
+        tool["failures"] += row["failures"]
+        tool["by_day"][day] = {"total": row["total"], "blocked": row["blocked"]}
+    # Every day of the period is on the axis, so quiet days show as gaps, not as a squeezed scale.
+    days_sorted = [(first_day + timedelta(days=offset)).isoformat() for offset in range(days)]
+    result = {}
+    for name, team in teams.items():
+        tools = []
+        for tool_name, tool in sorted(team["tools"].items()):
+            tools.append({
+                "tool": tool_name, "total": tool["total"], "blocked": tool["blocked"], "failures": tool["failures"],
+                "block_rate": round(100 * tool["blocked"] / tool["total"], 1) if tool["total"] else 0.0,
+                "series": [
+                    round(100 * tool["by_day"][d]["blocked"] / tool["by_day"][d]["total"], 1)
+                    if d in tool["by_day"] else None
+                    for d in days_sorted
+                ],
+            })
+        result[name] = {"days": days_sorted, "tools": tools}
+    return result

@@ -1,0 +1,209 @@
+"""Every write of the validator: checking an action, and resolving what was blocked."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from lindy import services as lindy_services
+from lindy.models import AgentTask, TaskEvent
+from memory import context as memory_context
+from router import gateway, routing
+from router.types import ModelError
+
+from . import evidence as evidence_mod
+from . import prompts, registry
+from .models import Decision
+from .verdict import MalformedVerdict, parse_completion
+
+logger = logging.getLogger(__name__)
+
+MAX_STORED_HISTORY = 200
+# Starts the user's instruction when they send a suggestion back to the task.
+SUGGESTION_PREFIX = "Follow the validator's suggestion"
+
+
+class AlreadyResolved(Exception):
+    """The decision is not (or no longer) waiting for the user."""
+
+
+def task_history(task: AgentTask) -> list[dict]:
+    return [
+        {"seq": e.seq, "actor": e.actor, "name": e.name, "content": e.content}
+        for e in task.events.order_by("seq").only("seq", "actor", "name", "content")
+    ]
+
+
+def _memories(user) -> list:
+    try:
+        return list(memory_context.context_for(user).documents)
+    except Exception:
+        # Missing memories make the validator stricter, never looser: log and go on without them.
+        logger.exception("memory context unavailable for the validator")
+        return []
+
+
+def check(
+    *, user, team, tool: str, arguments: dict, justification: str = "", task: AgentTask | None = None,
+    history: list[dict] | None = None, tool_call_id: str = "",
+) -> Decision:
+    """Validate one action for `user` and record the decision. Raises registry.UnknownTool.
+
+    Exempt tools are recorded as exempt without a model call. A validated tool without a
+    justification is blocked without a model call. A model error or a malformed verdict
+    blocks (fail closed) and is marked as a validator failure."""
+    spec = registry.get(tool)
+    if task is not None:
+        history = task_history(task)
+    history = history or []
+    decision = Decision(
+        team=team, user=user, task=task, tool=tool, effect=spec.effect, arguments=arguments,
+        justification=justification or "", tool_call_id=tool_call_id,
+        history=[] if task is not None else history[-MAX_STORED_HISTORY:],
+        event_seq=history[-1]["seq"] if task is not None and history else None,
+    )
+    if spec.exempt:
+        decision.approved = True
+        decision.status = Decision.Status.EXEMPT
+        decision.reasoning = f"Exempt: {registry.EFFECT_LABELS[spec.effect].lower()}; not validated."
+        decision.save()
+        return decision
+
+    documents = _memories(user)
+    checked = evidence_mod.check(justification, history, documents)
+    decision.evidence = checked.to_dict()
+
+    if not (justification or "").strip():
+        _block(decision, "The action has no justification. Every action that reaches a third party, deletes "
+               "something or moves money must say why the user authorized it.", "high",
+               "Ask the user whether they want this done, quoting what they said.")
+        decision.save()
+        return decision
+
+    payload = prompts.request_payload(
+        action={"tool": tool, "effect": spec.effect, "arguments": arguments,
+                "description": registry.describe(tool, arguments)},
+        justification=justification, evidence=decision.evidence, history=history,
+        memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
+    )
+    # The prompt is built for the variant the router will serve this user (prompt rollouts).
+    variant = routing.assign("validator", user).prompt_variant
+    try:
+        completion = gateway.complete(
+            route="validator", user=user, team=team, system=prompts.system_prompt(variant),
+            messages=[{"role": "user", "content": prompts.user_message(payload, variant)}],
+            tools=[prompts.verdict_tool()], tool_choice={"type": "tool", "name": prompts.VERDICT_TOOL},
+            max_tokens=1024,
+        )
+    except ModelError as exc:
+        _fail(decision, f"The validator model call failed: {exc}")
+        decision.save()
+        return decision
+    decision.model_call_id = completion.call_id
+    decision.provider = completion.provider
+    decision.model = completion.model
+    decision.prompt_variant = completion.prompt_variant
+    decision.latency_ms = completion.latency_ms
+    decision.input_tokens = completion.usage.input_tokens
+    decision.output_tokens = completion.usage.output_tokens
+    decision.cost = completion.cost
+    try:
+        verdict = parse_completion(completion)
+    except MalformedVerdict as exc:
+        _fail(decision, f"The validator's output was malformed: {exc}")
+        decision.save()
+        return decision
+    decision.approved = verdict.approved
+    decision.reasoning = verdict.reasoning
+    decision.confidence = verdict.confidence
+    decision.suggested_next_step = None if verdict.approved else verdict.suggested_next_step
+    decision.status = Decision.Status.ALLOWED if verdict.approved else Decision.Status.BLOCKED
+    decision.save()
+    return decision
+
+
+def _block(decision: Decision, reasoning: str, confidence: str, step: str | None) -> None:
+    decision.approved = False
+    decision.status = Decision.Status.BLOCKED
+    decision.reasoning = reasoning
+    decision.confidence = confidence
+    decision.suggested_next_step = step
+
+
+def _fail(decision: Decision, reason: str) -> None:
+    decision.validator_failure = True
+    decision.failure_reason = reason
+    _block(decision, f"Blocked because the validator could not give a verdict. {reason}", "low",
+           "Ask the user to confirm this action, or retry later.")
+
+
+def decision_mark_executed(*, decision: Decision, result: dict) -> Decision:
+    Decision.objects.filter(pk=decision.pk).update(
+        status=Decision.Status.EXECUTED, executed_at=timezone.now(), execution_result=result
+    )
+    decision.refresh_from_db()
+    return decision
+
+
+def _claim(*, decision_id: int, user, status: str) -> Decision:
+    """Move a blocked decision to `status`, once. The conditional update is the lock: of two
+    concurrent clicks exactly one matches `status=blocked`."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Decision.objects.filter(pk=decision_id, user=user, status=Decision.Status.BLOCKED).update(
+            status=status, resolved_by=user, resolved_at=now
+        )
+    if not claimed:
+        raise AlreadyResolved("This action was already resolved.")
+    return Decision.objects.select_related("task", "team", "user").get(pk=decision_id)
+
+
+def decision_authorize(*, decision_id: int, user) -> Decision:
+    """The user authorizes a blocked action: it runs exactly once, and the task hears of it.
+    Callers check permissions.can_authorize_decision first; the claim re-checks the owner."""
+    from lindy import tools
+
+    decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.AUTHORIZED)
+    result = tools.execute(
+        tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
+        decision.tool, decision.arguments,
+    )
+    Decision.objects.filter(pk=decision.pk).update(executed_at=timezone.now(), execution_result=result.as_dict())
+    if decision.task is not None:
+        lindy_services.task_event_add(
+            task=decision.task, actor=TaskEvent.Actor.TOOL, tool_name=decision.tool,
+            content=f"Authorized by {user.email} and executed: {decision.description}. Result: {result.content}",
+        )
+    decision.refresh_from_db()
+    return decision
+
+
+def decision_dismiss(*, decision_id: int, user) -> Decision:
+    decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.DISMISSED)
+    if decision.task is not None:
+        lindy_services.task_event_add(
+            task=decision.task, actor=TaskEvent.Actor.TOOL, tool_name=decision.tool,
+            content=f"{user.email} dismissed the blocked action: {decision.description}. Do not retry it.",
+        )
+    return decision
+
+
+def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
+    """Send the validator's suggestion back to the task as the user's own instruction, and let
+    the agent continue (in the background)."""
+    current = Decision.objects.filter(pk=decision_id, user=user).first()
+    if current is None or not current.suggested_next_step or current.task_id is None:
+        raise AlreadyResolved("There is no suggestion to follow for this action.")
+    decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.SUGGESTION_FOLLOWED)
+    lindy_services.task_event_add(
+        task=decision.task, actor=TaskEvent.Actor.USER,
+        content=f"{SUGGESTION_PREFIX} instead of the blocked action ({decision.description}): "
+        f"{decision.suggested_next_step}",
+    )
+    from .tasks import agent_run
+
+    task_id = decision.task_id
+    transaction.on_commit(lambda: agent_run.delay(task_id))
+    return decision
