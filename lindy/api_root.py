@@ -76,3 +76,6 @@ def on_too_big(request, exc):
 from .api import router as core_router  # noqa: E402
 
 api.add_router("", core_router)
+from memory.api import router as memory_router  # noqa: E402
+
+api.add_router("/memory", memory_router)

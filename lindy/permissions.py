@@ -140,3 +140,26 @@ def get_visible_or_404(queryset: QuerySet, **lookup):
 
 def users_in_teams(user) -> QuerySet[User]:
     return User.objects.filter(memberships__team_id__in=team_ids(user)).distinct()
+
+
+# Memory (memory/): a user reads and edits their own memory and reads their teams';
+# team admins edit their team's. Support staff see none of it, even if they are in a team.
+
+def can_use_memory(user) -> bool:
+    return can_use_workspace(user) and not is_support(user)
+
+
+def visible_filesystems(user):
+    from memory.models import FileSystem
+
+    if not can_use_memory(user):
+        return FileSystem.objects.none()
+    return FileSystem.objects.filter(Q(owner=user) | Q(team_id__in=team_ids(user)))
+
+
+def can_edit_filesystem(user, filesystem) -> bool:
+    if not can_use_memory(user):
+        return False
+    if filesystem.owner_id is not None:
+        return filesystem.owner_id == user.pk
+    return is_team_admin(user, filesystem.team_id)

@@ -3,3 +3,11 @@ from django.apps import AppConfig
 
 class MemoryConfig(AppConfig):
     name = "memory"
+    verbose_name = "Memory"
+
+    def ready(self):
+        from lindy import navigation, permissions
+
+        from . import signals  # noqa: F401  (connects the file-system creation receivers)
+
+        navigation.register(navigation.NavItem("memory", "Memory", "memory:home", permissions.can_use_memory, order=10))

@@ -1,0 +1,107 @@
+"""Reads of memory, always through the permission rules."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from lindy import permissions
+
+from .models import FileChange, FileSystem, MemoryFile, Revision
+from .paths import SPECIAL, PathError, clean_path
+from .verifier import Violation, verify
+
+
+def filesystems_for(user) -> list[FileSystem]:
+    """The user's own file system first, then their teams' by name."""
+    filesystems = list(permissions.visible_filesystems(user).select_related("team", "owner"))
+    filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.USER, fs.team.name if fs.team_id else ""))
+    return filesystems
+
+
+def filesystem_get(user, fs_id) -> FileSystem:
+    return permissions.get_visible_or_404(permissions.visible_filesystems(user).select_related("team", "owner"),
+                                          pk=fs_id)
+
+
+def file_get(fs: FileSystem, path: str) -> MemoryFile:
+    from django.http import Http404
+
+    try:
+        path = clean_path(path)
+    except PathError:
+        raise Http404("No such file.") from None
+    found = MemoryFile.objects.filter(filesystem=fs, path=path).first()
+    if found is None:
+        raise Http404(f"There is no file {path}.")
+    return found
+
+
+def status(fs: FileSystem) -> list[Violation]:
+    """The verifier's verdict on the live file system, from stored token counts: two queries
+    whatever the number of files."""
+    tokens = dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "tokens"))
+    contents = dict(MemoryFile.objects.filter(filesystem=fs, path__in=SPECIAL).values_list("path", "content"))
+    return verify({path: contents.get(path, "") for path in tokens}, fs.budgets, tokens=tokens)
+
+
+def totals(fs: FileSystem) -> dict:
+    row = MemoryFile.objects.filter(filesystem=fs).aggregate(
+        files=Count("pk"), all_exact=Count("pk", filter=Q(tokens_exact=False))
+    )
+    return {"files": row["files"], "exact": row["all_exact"] == 0}
+
+
+def pinned(fs: FileSystem) -> list[MemoryFile]:
+    return list(MemoryFile.objects.filter(filesystem=fs, path__in=SPECIAL).defer("content").order_by("path"))
+
+
+@dataclass(frozen=True)
+class Folder:
+    path: str  # e.g. "people/"
+    name: str  # e.g. "people"
+    files: int
+
+
+def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
+    """The folders directly inside `folder`, each with the number of files below it."""
+    counts: dict[str, int] = defaultdict(int)
+    rows = (MemoryFile.objects.filter(filesystem=fs, folder__startswith=folder).exclude(folder=folder)
+            .values("folder").annotate(n=Count("pk")).order_by())
+    for row in rows:
+        child = row["folder"][len(folder):].split("/", 1)[0]
+        counts[child] += row["n"]
+    return [Folder(f"{folder}{name}/", name, n) for name, n in sorted(counts.items())]
+
+
+def files_in(fs: FileSystem, folder: str) -> QuerySet[MemoryFile]:
+    queryset = MemoryFile.objects.filter(filesystem=fs, folder=folder).defer("content").order_by("path")
+    return queryset.exclude(path__in=SPECIAL) if folder == "" else queryset
+
+
+def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
+    return (MemoryFile.objects.filter(filesystem=fs).filter(Q(path__icontains=query) | Q(content__icontains=query))
+            .defer("content").order_by("path"))
+
+
+def file_history(fs: FileSystem, path: str) -> QuerySet[FileChange]:
+    return (FileChange.objects.filter(filesystem=fs).filter(Q(path=path) | Q(old_path=path))
+            .select_related("revision", "revision__author").order_by("-revision_id", "-pk"))
+
+
+def revisions(fs: FileSystem) -> QuerySet[Revision]:
+    return (Revision.objects.filter(filesystem=fs).select_related("author")
+            .annotate(change_count=Count("changes")).order_by("-created_at", "-pk"))
+
+
+def revision_get(fs: FileSystem, revision_id) -> Revision:
+    return permissions.get_visible_or_404(
+        Revision.objects.filter(filesystem=fs).select_related("author", "reverts"), pk=revision_id
+    )
+
+
+def change_get(fs: FileSystem, change_id) -> FileChange:
+    return permissions.get_visible_or_404(FileChange.objects.filter(filesystem=fs).select_related("revision"),
+                                          pk=change_id)

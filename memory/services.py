@@ -1,0 +1,461 @@
+"""Every write to memory. All of them go through `changes_apply`, which verifies the file
+system as it would be after the change and writes it as ONE revision, or refuses it.
+
+    changes_apply(filesystem=fs, changes=[Change("update", "people/jane.md", content=..., base_version=3)],
+                  author_kind="memory_agent", message="Hydration of Nov 29", source_kind="hydration_run",
+                  source_id="42")
+
+Callers outside this app (hydration, the learner, the memory agent) use the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import CharField, F, Value
+from django.db.models.functions import Cast, Concat
+
+from router import gateway
+
+from . import links
+from .models import FileChange, FileSystem, MemoryFile, Revision
+from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
+from .verifier import Budgets, Violation, verify
+
+MAX_FILE_BYTES = 200_000
+MAX_CHANGES = 10_000
+MAX_MESSAGE = 500
+
+AuthorKind = Revision.AuthorKind
+OPS = ("create", "update", "write", "move", "delete")
+
+
+class MemoryWriteError(Exception):
+    """A write that was refused. `status` says how an API answers it."""
+
+    status = 400
+
+    def __init__(self, message: str, details: list | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidChange(MemoryWriteError):
+    status = 422
+
+
+class FileNotFound(MemoryWriteError):
+    status = 404
+
+
+class StaleVersion(MemoryWriteError):
+    status = 409
+
+
+class VerificationFailed(MemoryWriteError):
+    """The file system would break the verifier; `violations` lists why."""
+
+    status = 422
+
+    def __init__(self, violations: list[Violation]):
+        self.violations = violations
+        summary = "; ".join(v.detail for v in violations[:5])
+        more = f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""
+        super().__init__(f"Refused: the memory would fail the verifier. {summary}{more}",
+                         [v.as_dict() for v in violations])
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step of a batch. `write` creates or updates; `base_version` (when given) must be
+    the file's current version, so nobody overwrites a change they have not seen."""
+
+    op: str
+    path: str
+    content: str | None = None
+    new_path: str | None = None
+    base_version: int | None = None
+
+
+@dataclass
+class _Live:
+    id: int | None
+    version: int
+    tokens: int
+    exact: bool
+    content: str | None  # None: not loaded (the verifier does not need it)
+
+
+@dataclass
+class _Draft:
+    files: dict[str, _Live]
+    records: list[FileChange] = field(default_factory=list)
+
+
+def _load(fs: FileSystem, paths: set[str]) -> dict[str, _Live]:
+    live = {
+        path: _Live(pk, version, tokens, exact, None)
+        for pk, path, version, tokens, exact in MemoryFile.objects.filter(filesystem=fs).values_list(
+            "pk", "path", "version", "tokens", "tokens_exact"
+        )
+    }
+    wanted = [p for p in paths | set(SPECIAL) if p in live]
+    for path, content in MemoryFile.objects.filter(filesystem=fs, path__in=wanted).values_list("path", "content"):
+        live[path].content = content
+    return live
+
+
+def _clean(path, what="path") -> str:
+    try:
+        return clean_path(path)
+    except PathError as exc:
+        raise InvalidChange(f"Invalid {what} {path!r}: {exc}") from None
+
+
+def _check_content(content) -> str:
+    if not isinstance(content, str):
+        raise InvalidChange("File content must be text.")
+    if "\x00" in content:
+        raise InvalidChange("File content may not contain NUL characters.")
+    if len(content.encode("utf-8")) > MAX_FILE_BYTES:
+        raise InvalidChange(f"A memory file may be at most {MAX_FILE_BYTES} bytes.")
+    return content
+
+
+def _check_version(path: str, current: _Live, base_version: int | None) -> None:
+    if base_version is not None and base_version != current.version:
+        raise StaleVersion(
+            f"{path} changed since you opened it (you edited version {base_version}, it is now at version "
+            f"{current.version}). Reload it, then apply your change again."
+        )
+
+
+def _step(draft: _Draft, change: Change, count: Callable[[str], tuple[int, bool]]) -> None:
+    files = draft.files
+    op = change.op
+    if op not in OPS:
+        raise InvalidChange(f"Unknown change {op!r}: use one of {', '.join(OPS)}.")
+    path = _clean(change.path)
+    current = files.get(path)
+    if op == "write":
+        op = "update" if current else "create"
+    if op == "create":
+        if current is not None:
+            raise InvalidChange(f"{path} already exists: update it instead (with the version you edited).")
+        if change.base_version not in (None, 0):
+            raise StaleVersion(f"{path} no longer exists (it was at version {change.base_version} when you opened it).")
+        content = _check_content(change.content if change.content is not None else "")
+        tokens, exact = count(content)
+        files[path] = _Live(None, 1, tokens, exact, content)
+        draft.records.append(FileChange(op="create", path=path, after=content, after_version=1))
+        return
+    if current is None:
+        raise FileNotFound(f"There is no file {path}.")
+    _check_version(path, current, change.base_version)
+    if op == "update":
+        content = _check_content(change.content if change.content is not None else "")
+        if content == current.content:
+            return
+        tokens, exact = count(content)
+        before = current.content or ""
+        current.content, current.tokens, current.exact = content, tokens, exact
+        current.version += 1
+        draft.records.append(FileChange(op="update", path=path, before=before, after=content,
+                                        before_version=current.version - 1, after_version=current.version))
+    elif op == "move":
+        if path in SPECIAL:
+            raise InvalidChange(f"{path} is special and cannot be moved.")
+        new_path = _clean(change.new_path, "new path")
+        if new_path == path:
+            return
+        if new_path in files:
+            raise InvalidChange(f"{new_path} already exists.")
+        if new_path in SPECIAL:
+            raise InvalidChange(f"{new_path} is reserved for the file system's own {new_path}.")
+        del files[path]
+        files[new_path] = current
+        current.version += 1
+        content = current.content or ""
+        draft.records.append(FileChange(op="move", path=new_path, old_path=path, before=content, after=content,
+                                        before_version=current.version - 1, after_version=current.version))
+    elif op == "delete":
+        if path in SPECIAL:
+            raise InvalidChange(f"{path} is special and cannot be deleted; empty it instead.")
+        del files[path]
+        draft.records.append(FileChange(op="delete", path=path, before=current.content or "",
+                                        before_version=current.version))
+
+
+def _counter(user) -> Callable[[str], tuple[int, bool]]:
+    def count(text: str) -> tuple[int, bool]:
+        if not text:
+            return 0, True
+        return gateway.count_tokens(text=text, user=user)
+
+    return count
+
+
+def _touched(changes: list[Change]) -> set[str]:
+    touched = set()
+    for change in changes:
+        for raw in (change.path, change.new_path):
+            if isinstance(raw, str):
+                try:
+                    touched.add(clean_path(raw))
+                except PathError:
+                    pass
+    return touched
+
+
+def verify_files(files: dict[str, _Live], budgets: Budgets) -> list[Violation]:
+    return verify(
+        {path: live.content if live.content is not None else "" for path, live in files.items()},
+        budgets,
+        tokens={path: live.tokens for path, live in files.items()},
+    )
+
+
+def changes_apply(
+    *,
+    filesystem: FileSystem,
+    changes: list[Change],
+    author_kind: str,
+    author=None,
+    message: str = "",
+    source_kind: str = "",
+    source_id: str = "",
+    reverts: Revision | None = None,
+) -> Revision:
+    """Apply `changes` in order as one revision, or raise MemoryWriteError and write nothing."""
+    if author_kind not in AuthorKind.values:
+        raise InvalidChange(f"Unknown author kind {author_kind!r}.")
+    if not changes:
+        raise InvalidChange("Nothing to change.")
+    if len(changes) > MAX_CHANGES:
+        raise InvalidChange(f"At most {MAX_CHANGES} changes fit in one revision.")
+    count = _counter(author)
+    with transaction.atomic():
+        fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
+        draft = _Draft(files=_load(fs, _touched(changes)))
+        for change in changes:
+            _step(draft, change, count)
+        if not draft.records:
+            raise InvalidChange("Nothing changed: the files already have that content.")
+        violations = verify_files(draft.files, fs.budgets)
+        if violations:
+            raise VerificationFailed(violations)
+        revision = Revision.objects.create(
+            filesystem=fs, author_kind=author_kind, author=author, message=(message or _describe(draft))[:MAX_MESSAGE],
+            source_kind=source_kind[:50], source_id=str(source_id)[:100], reverts=reverts,
+        )
+        _write(fs, draft, revision)
+    return revision
+
+
+def _describe(draft: _Draft) -> str:
+    parts = [f"{r.get_op_display().lower()} {r.path}" for r in draft.records[:3]]
+    more = f" and {len(draft.records) - 3} more" if len(draft.records) > 3 else ""
+    return ", ".join(parts).capitalize() + more
+
+
+def _write(fs: FileSystem, draft: _Draft, revision: Revision) -> None:
+    final = draft.files
+    existing = dict(MemoryFile.objects.filter(filesystem=fs).values_list("pk", "path"))
+    kept_ids = {live.id for live in final.values() if live.id is not None}
+    gone = [pk for pk in existing if pk not in kept_ids]
+    if gone:
+        MemoryFile.objects.filter(pk__in=gone).delete()
+    changed_paths = {r.path for r in draft.records}
+    to_create, to_update = [], []
+    for path, live in final.items():
+        if path not in changed_paths:
+            continue
+        if live.id is None:
+            to_create.append(_row(fs, path, live))
+        else:
+            to_update.append(_row(fs, path, live, pk=live.id))
+    # Moves can swap paths inside one batch: park moved rows on a path no file can have
+    # (a leading "~" is invalid) so the unique constraint holds while they are written.
+    moved = [row.pk for row in to_update if existing.get(row.pk) != row.path]
+    if moved:
+        MemoryFile.objects.filter(pk__in=moved).update(path=Concat(Value("~moving/"), Cast(F("pk"), output_field=CharField())))
+    if to_update:
+        for row in to_update:
+            row.save(update_fields=["path", "folder", "content", "version", "size", "tokens", "tokens_exact",
+                                    "updated_at"])
+    MemoryFile.objects.bulk_create(to_create, batch_size=500)
+    for record in draft.records:
+        record.revision = revision
+        record.filesystem = fs
+    FileChange.objects.bulk_create(draft.records, batch_size=500)
+
+
+def _row(fs: FileSystem, path: str, live: _Live, pk: int | None = None) -> MemoryFile:
+    content = live.content or ""
+    return MemoryFile(
+        pk=pk, filesystem=fs, path=path, folder=folder_of(path), content=content, version=live.version,
+        size=len(content.encode("utf-8")), tokens=live.tokens, tokens_exact=live.exact,
+    )
+
+
+# The operations people use, each one revision.
+
+def file_write(
+    *, filesystem: FileSystem, path: str, content: str, base_version: int | None, author_kind: str,
+    author=None, message: str = "", index_description: str | None = None, create_only: bool = False,
+    source_kind: str = "", source_id: str = "",
+) -> Revision:
+    """Create or update one file. Creating it with `index_description` adds its index line
+    in the same revision, so the new file is not a dead memory."""
+    path = _clean(path)
+    exists = MemoryFile.objects.filter(filesystem=filesystem, path=path).exists()
+    changes = [Change("update" if exists else "create", path, content=content, base_version=base_version)]
+    if exists and create_only:
+        raise StaleVersion(f"{path} already exists: open it and send the version you edited (base_version) to update it.")
+    if exists and base_version is None and author_kind == AuthorKind.PERSON:
+        raise StaleVersion(f"{path} already exists: send the version you edited (base_version) to update it.")
+    if not exists and index_description is not None and path not in SPECIAL:
+        index = _content(filesystem, INDEX)
+        changes.append(Change("update", INDEX, content=links.append_line(index, links.index_line(path, index_description))))
+    return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
+                         message=message, source_kind=source_kind, source_id=source_id)
+
+
+def _content(fs: FileSystem, path: str) -> str:
+    return MemoryFile.objects.filter(filesystem=fs, path=path).values_list("content", flat=True).first() or ""
+
+
+def _link_fixes(fs: FileSystem, edit: Callable[[str, str], str]) -> list[Change]:
+    fixes = []
+    for special in SPECIAL:
+        row = MemoryFile.objects.filter(filesystem=fs, path=special).values_list("content", "version").first()
+        if row is None:
+            continue
+        content, version = row
+        new = edit(special, content)
+        if new != content:
+            fixes.append(Change("update", special, content=new, base_version=version))
+    return fixes
+
+
+def file_move(
+    *, filesystem: FileSystem, path: str, new_path: str, base_version: int | None, author_kind: str,
+    author=None, message: str = "", update_links: bool = True,
+) -> Revision:
+    """Rename or move a file; with `update_links`, index and master links follow it."""
+    path, new_path = _clean(path), _clean(new_path, "new path")
+    changes = [Change("move", path, new_path=new_path, base_version=base_version)]
+    if update_links:
+        changes += _link_fixes(filesystem, lambda _, text: links.rewrite_links(text, path, new_path))
+    return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
+                         message=message or f"Move {path} to {new_path}")
+
+
+def file_delete(
+    *, filesystem: FileSystem, path: str, base_version: int | None, author_kind: str, author=None,
+    message: str = "", update_links: bool = True,
+) -> Revision:
+    """Delete a file; with `update_links`, its index lines go and master links become plain text."""
+    path = _clean(path)
+    changes = [Change("delete", path, base_version=base_version)]
+    if update_links:
+        changes += _link_fixes(
+            filesystem,
+            lambda special, text: links.drop_index_lines(text, path) if special == INDEX else links.unlink(text, path),
+        )
+    return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
+                         message=message or f"Delete {path}")
+
+
+def revision_revert(*, revision: Revision, author_kind: str, author=None, message: str = "") -> Revision:
+    """Undo a whole revision as a new revision. Refused (409) if a file it touched has changed
+    since, so a revert never silently discards a later edit."""
+    inverse = []
+    for record in reversed(list(revision.changes.all())):
+        if record.op == FileChange.Op.CREATE:
+            inverse.append(Change("delete", record.path, base_version=record.after_version))
+        elif record.op == FileChange.Op.UPDATE:
+            inverse.append(Change("update", record.path, content=record.before, base_version=record.after_version))
+        elif record.op == FileChange.Op.MOVE:
+            inverse.append(Change("move", record.path, new_path=record.old_path, base_version=record.after_version))
+        elif record.op == FileChange.Op.DELETE:
+            inverse.append(Change("create", record.path, content=record.before))
+    try:
+        return changes_apply(
+            filesystem=revision.filesystem, changes=inverse, author_kind=author_kind, author=author,
+            message=message or f"Revert revision {revision.pk}: {revision.message}", reverts=revision,
+        )
+    except (StaleVersion, FileNotFound, InvalidChange) as exc:
+        if isinstance(exc, InvalidChange) and "Nothing changed" in exc.message:
+            raise
+        raise StaleVersion(
+            f"Revision {revision.pk} cannot be reverted cleanly because its files changed afterwards: {exc.message} "
+            "Revert the later revisions first, or edit the file by hand."
+        ) from None
+
+
+def file_restore(*, filesystem: FileSystem, change: FileChange, author_kind: str, author=None) -> Revision:
+    """Put a file back to its text from just before `change` (a new revision; the file's
+    later history stays)."""
+    if change.filesystem_id != filesystem.pk:
+        raise FileNotFound("No such change in this file system.")
+    if change.op == FileChange.Op.CREATE:
+        raise InvalidChange("Before this change the file did not exist: delete the file instead.")
+    path = change.old_path if change.op == FileChange.Op.MOVE else change.path
+    current = MemoryFile.objects.filter(filesystem=filesystem, path=change.path).first()
+    if current is None:
+        return changes_apply(filesystem=filesystem, changes=[Change("create", path, content=change.before)],
+                             author_kind=author_kind, author=author,
+                             message=f"Restore {path} as of before revision {change.revision_id}")
+    return changes_apply(
+        filesystem=filesystem,
+        changes=[Change("update", change.path, content=change.before, base_version=current.version)],
+        author_kind=author_kind, author=author,
+        message=f"Restore {change.path} as of before revision {change.revision_id}",
+    )
+
+
+def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_tokens: int) -> FileSystem:
+    """New budgets, refused if the live files would then break them."""
+    if file_tokens < 1 or always_loaded_tokens < 1:
+        raise InvalidChange("Budgets must be positive numbers of tokens.")
+    with transaction.atomic():
+        fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
+        budgets = Budgets(file_tokens=file_tokens, always_loaded_tokens=always_loaded_tokens)
+        violations = verify_files(_load(fs, set()), budgets)
+        if violations:
+            raise VerificationFailed(violations)
+        fs.file_token_budget, fs.always_loaded_token_budget = file_tokens, always_loaded_tokens
+        fs.save(update_fields=["file_token_budget", "always_loaded_token_budget"])
+    return fs
+
+
+# File systems come with their team or user.
+
+def _create_filesystem(**holder) -> FileSystem:
+    with transaction.atomic():
+        fs, created = FileSystem.objects.get_or_create(**holder)
+        if created:
+            changes_apply(filesystem=fs, changes=[Change("create", INDEX, content="")], author_kind=AuthorKind.SYSTEM,
+                          message="Created the file system with an empty index")
+    return fs
+
+
+def filesystem_for_team(team) -> FileSystem:
+    existing = FileSystem.objects.filter(team=team).first()
+    return existing or _create_filesystem(kind=FileSystem.Kind.TEAM, team=team)
+
+
+def filesystem_for_user(user) -> FileSystem:
+    existing = FileSystem.objects.filter(owner=user).first()
+    return existing or _create_filesystem(kind=FileSystem.Kind.USER, owner=user)
+
+
+__all__ = [
+    "AuthorKind", "Change", "FileNotFound", "InvalidChange", "MemoryWriteError", "StaleVersion",
+    "VerificationFailed", "budgets_update", "changes_apply", "file_delete", "file_move", "file_restore",
+    "file_write", "filesystem_for_team", "filesystem_for_user", "revision_revert",
+]

@@ -1,0 +1,152 @@
+"""The deterministic verifier: pure (no model, no database), it takes the files of a file
+system and its budgets and returns every violation.
+
+Rules:
+- every file other than index.md and master.md is within the per-file token budget;
+- index.md and master.md together are within the always-loaded budget (they are in the
+  assistant's context at all times);
+- every other file is linked from index.md or master.md (otherwise it is a dead memory);
+- every link in index.md or master.md to a file points to a file that exists.
+
+A link is a markdown link whose target is a relative path (inline `[text](people/jane.md)`,
+reference `[text]: people/jane.md`, or autolink `<people/jane.md>`); web and mail links are
+not files. Targets are resolved from the root, where index and master live; `./`, a
+`#fragment` and `%20`-style escapes are allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from urllib.parse import unquote
+
+from .paths import INDEX, MASTER, SPECIAL, PathError, clean_path
+
+DEFAULT_FILE_TOKEN_BUDGET = 8_000
+DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET = 24_000
+
+OVER_BUDGET = "over_budget"
+ALWAYS_LOADED_OVER_BUDGET = "always_loaded_over_budget"
+UNLINKED = "unlinked"
+BROKEN_LINK = "broken_link"
+KINDS = (OVER_BUDGET, ALWAYS_LOADED_OVER_BUDGET, UNLINKED, BROKEN_LINK)
+
+_INLINE = re.compile(r"\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+[\"'(][^)]*)?\s*\)")
+_REFERENCE = re.compile(r"^[ ]{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.MULTILINE)
+_AUTOLINK = re.compile(r"<([^<>\s:]+\.md)>")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    file_tokens: int = DEFAULT_FILE_TOKEN_BUDGET
+    always_loaded_tokens: int = DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str
+    kind: str
+    detail: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def link_targets(markdown: str) -> list[str]:
+    """Relative link targets in `markdown`, as written (code blocks and spans excluded)."""
+    text = _CODE_SPAN.sub("", _FENCE.sub("", markdown))
+    found = _INLINE.findall(text) + _REFERENCE.findall(text) + _AUTOLINK.findall(text)
+    targets = []
+    for target in found:
+        target = target.strip()
+        if not target or target.startswith("#") or _SCHEME.match(target) or target.startswith("//"):
+            continue
+        targets.append(target)
+    return targets
+
+
+def resolve_link(target: str) -> str:
+    """The file path a link target names (raises PathError when it names no valid file)."""
+    path = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    while path.startswith("./"):
+        path = path[2:]
+    return clean_path(path)
+
+
+def linked_paths(markdown: str) -> set[str]:
+    paths = set()
+    for target in link_targets(markdown):
+        try:
+            paths.add(resolve_link(target))
+        except PathError:
+            continue
+    return paths
+
+
+def verify(
+    files: Mapping[str, str],
+    budgets: Budgets = Budgets(),
+    *,
+    tokens: Mapping[str, int] | None = None,
+    count: Callable[[str], int] | None = None,
+) -> list[Violation]:
+    """Every violation of the rules above, in a stable order.
+
+    `files` maps each path to its content. Only index.md and master.md are read for links;
+    a file's content is counted with `count` unless `tokens` already gives its count, so a
+    caller holding counts for every file may pass any placeholder for the other contents.
+    """
+    if count is None:
+        from router.offline import estimate_tokens as count
+    tokens = tokens or {}
+
+    def tokens_of(path: str) -> int:
+        known = tokens.get(path)
+        return known if known is not None else count(files[path])
+
+    violations: list[Violation] = []
+    always_loaded = 0
+    for special in SPECIAL:
+        if special in files:
+            always_loaded += tokens_of(special)
+    if always_loaded > budgets.always_loaded_tokens:
+        violations.append(Violation(
+            INDEX, ALWAYS_LOADED_OVER_BUDGET,
+            f"index.md and master.md together take {always_loaded} tokens, over their combined budget of "
+            f"{budgets.always_loaded_tokens}: move detail out of them into linked files.",
+        ))
+
+    linked: set[str] = set()
+    for special in SPECIAL:
+        content = files.get(special)
+        if content is None:
+            continue
+        for target in link_targets(content):
+            try:
+                path = resolve_link(target)
+            except PathError as exc:
+                violations.append(Violation(special, BROKEN_LINK, f"The link to {target!r} cannot name a memory file: {exc}"))
+                continue
+            if path not in files:
+                violations.append(Violation(special, BROKEN_LINK, f"The link to {target!r} points to a file that does not exist."))
+            linked.add(path)
+
+    for path in sorted(files):
+        if path in SPECIAL:
+            continue
+        used = tokens_of(path)
+        if used > budgets.file_tokens:
+            violations.append(Violation(
+                path, OVER_BUDGET,
+                f"{path} takes {used} tokens, over the per-file budget of {budgets.file_tokens}: cut it or split it.",
+            ))
+        if path not in linked:
+            violations.append(Violation(
+                path, UNLINKED,
+                f"{path} is not linked from {INDEX} or {MASTER}: the assistant would never know it is there.",
+            ))
+    return violations

@@ -1,0 +1,344 @@
+"""Memory pages: browse, read, edit, move, delete, history, diffs and reverts.
+
+Every page works without JavaScript; htmx only swaps partials (the tree listing, the
+preview, paginated history). Reads need a visible file system (others' are 404); writes
+need `permissions.can_edit_filesystem` (403 otherwise).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from lindy import permissions
+
+from . import diffs, selectors, services
+from .context import context_for
+from .models import FileChange
+from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
+from .rendering import render_markdown
+
+TREE_PAGE_SIZE = 50
+HISTORY_PAGE_SIZE = 25
+AUTHOR = services.AuthorKind.PERSON
+
+
+def _memory_user(request):
+    if not permissions.can_use_memory(request.user):
+        raise Http404("Memory belongs to team members.")
+
+
+def _fs(request, fs_id):
+    _memory_user(request)
+    return selectors.filesystem_get(request.user, fs_id)
+
+
+def _editable(request, fs_id):
+    fs = _fs(request, fs_id)
+    if not permissions.can_edit_filesystem(request.user, fs):
+        raise PermissionDenied("You may read this memory but not change it.")
+    return fs
+
+
+def _page(request, queryset, size):
+    return Paginator(queryset, size).get_page(request.GET.get("page"))
+
+
+def _base(request, fs) -> dict:
+    violations = selectors.status(fs)
+    return {"fs": fs, "can_edit": permissions.can_edit_filesystem(request.user, fs), "violations": violations}
+
+
+def _bar(tokens: int, budget: int) -> int:
+    return min(100, round(100 * tokens / budget)) if budget else 100
+
+
+def _decorate(fs, files):
+    for item in files:
+        budget = fs.always_loaded_token_budget if item.path in SPECIAL else fs.file_token_budget
+        item.budget = budget
+        item.percent = _bar(item.tokens, budget)
+        item.over = item.tokens > budget
+        item.name = name_of(item.path)
+    return files
+
+
+@login_required
+def home(request):
+    _memory_user(request)
+    rows = []
+    for fs in selectors.filesystems_for(request.user):
+        violations = selectors.status(fs)
+        rows.append({"fs": fs, "violations": violations, "totals": selectors.totals(fs),
+                     "can_edit": permissions.can_edit_filesystem(request.user, fs)})
+    return render(request, "memory/home.html", {"rows": rows})
+
+
+@login_required
+def context_view(request):
+    _memory_user(request)
+    return render(request, "memory/context.html", {"context": context_for(request.user)})
+
+
+@login_required
+def tree(request, fs_id):
+    fs = _fs(request, fs_id)
+    query = request.GET.get("q", "").strip()[:200]
+    folder = request.GET.get("dir", "")
+    if folder:
+        try:
+            folder = folder_of(clean_path(folder.rstrip("/") + "/x.md"))
+        except PathError:
+            raise Http404("No such folder.") from None
+    context = _base(request, fs)
+    if query:
+        page = _page(request, selectors.search(fs, query), TREE_PAGE_SIZE)
+        folders = []
+    else:
+        page = _page(request, selectors.files_in(fs, folder), TREE_PAGE_SIZE)
+        folders = selectors.subfolders(fs, folder)
+    _decorate(fs, page.object_list)
+    crumbs = []
+    if folder:
+        parts = folder.rstrip("/").split("/")
+        crumbs = [{"name": part, "dir": "/".join(parts[: i + 1]) + "/"} for i, part in enumerate(parts)]
+    context.update({
+        "pinned": _decorate(fs, selectors.pinned(fs)) if not folder and not query else [],
+        "page": page, "folders": folders, "folder": folder, "query": query, "crumbs": crumbs,
+        "totals": selectors.totals(fs),
+    })
+    template = "memory/tree.html#listing" if request.htmx else "memory/tree.html"
+    return render(request, template, context)
+
+
+@login_required
+def file_view(request, fs_id, path):
+    fs = _fs(request, fs_id)
+    item = selectors.file_get(fs, path)
+    context = _base(request, fs)
+    context.update({"file": _decorate(fs, [item])[0], "html": render_markdown(item.content, fs_id=fs.pk),
+                    "special": item.path in SPECIAL})
+    return render(request, "memory/file.html", context)
+
+
+def _refused(request, exc: services.MemoryWriteError) -> None:
+    messages.error(request, exc.message)
+
+
+@login_required
+def preview(request, fs_id):
+    fs = _fs(request, fs_id)
+    content = request.POST.get("content", "") if request.method == "POST" else ""
+    return render(request, "memory/edit.html#preview", {"fs": fs, "preview": render_markdown(content, fs_id=fs.pk)})
+
+
+@login_required
+def file_edit(request, fs_id, path):
+    fs = _editable(request, fs_id)
+    item = selectors.file_get(fs, path)
+    context = _base(request, fs)
+    context.update({"file": item, "content": item.content, "base_version": item.version, "message": ""})
+    if request.method == "POST":
+        content = request.POST.get("content", "").replace("\r\n", "\n")
+        base_version = _int(request.POST.get("base_version"))
+        context.update({"content": content, "base_version": base_version, "message": request.POST.get("message", "")})
+        if "preview" in request.POST:
+            context["preview"] = render_markdown(content, fs_id=fs.pk)
+            return render(request, "memory/edit.html", context, status=200)
+        try:
+            services.file_write(filesystem=fs, path=item.path, content=content, base_version=base_version,
+                                author_kind=AUTHOR, author=request.user, message=context["message"])
+        except services.MemoryWriteError as exc:
+            context["error"] = exc
+            return render(request, "memory/edit.html", context, status=exc.status)
+        messages.success(request, f"Saved {item.path}.")
+        return redirect("memory:file", fs.pk, item.path)
+    return render(request, "memory/edit.html", context)
+
+
+def _int(raw) -> int | None:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+@login_required
+def file_new(request, fs_id):
+    fs = _editable(request, fs_id)
+    context = _base(request, fs)
+    folder = request.GET.get("dir", "")
+    context.update({"new": True, "path": folder, "content": "", "add_to_index": True, "description": "",
+                    "message": ""})
+    if request.method == "POST":
+        path = request.POST.get("path", "").strip()
+        content = request.POST.get("content", "").replace("\r\n", "\n")
+        add = request.POST.get("add_to_index") == "on"
+        description = request.POST.get("description", "")
+        context.update({"path": path, "content": content, "add_to_index": add, "description": description,
+                        "message": request.POST.get("message", "")})
+        if "preview" in request.POST:
+            context["preview"] = render_markdown(content, fs_id=fs.pk)
+            return render(request, "memory/edit.html", context)
+        try:
+            services.file_write(filesystem=fs, path=path, content=content, base_version=None, author_kind=AUTHOR,
+                                author=request.user, message=context["message"] or f"Create {path}",
+                                index_description=description if add else None, create_only=True)
+        except services.MemoryWriteError as exc:
+            context["error"] = exc
+            return render(request, "memory/edit.html", context, status=exc.status)
+        path = clean_path(path)
+        messages.success(request, f"Created {path}" + (" and added it to the index." if add else "."))
+        return redirect("memory:file", fs.pk, path)
+    return render(request, "memory/edit.html", context)
+
+
+@login_required
+def file_move(request, fs_id, path):
+    fs = _editable(request, fs_id)
+    item = selectors.file_get(fs, path)
+    context = _base(request, fs)
+    context.update({"file": item, "new_path": item.path, "update_links": True})
+    if request.method == "POST":
+        new_path = request.POST.get("new_path", "").strip()
+        update_links = request.POST.get("update_links") == "on"
+        context.update({"new_path": new_path, "update_links": update_links})
+        try:
+            services.file_move(filesystem=fs, path=item.path, new_path=new_path,
+                               base_version=_int(request.POST.get("base_version")), author_kind=AUTHOR,
+                               author=request.user, update_links=update_links)
+        except services.MemoryWriteError as exc:
+            context["error"] = exc
+            return render(request, "memory/move.html", context, status=exc.status)
+        new_path = clean_path(new_path)
+        messages.success(request, f"Moved {item.path} to {new_path}.")
+        return redirect("memory:file", fs.pk, new_path)
+    return render(request, "memory/move.html", context)
+
+
+@login_required
+def file_delete(request, fs_id, path):
+    fs = _editable(request, fs_id)
+    item = selectors.file_get(fs, path)
+    context = _base(request, fs)
+    context.update({"file": item, "update_links": True})
+    if request.method == "POST":
+        update_links = request.POST.get("update_links") == "on"
+        try:
+            services.file_delete(filesystem=fs, path=item.path, base_version=_int(request.POST.get("base_version")),
+                                 author_kind=AUTHOR, author=request.user, update_links=update_links)
+        except services.MemoryWriteError as exc:
+            context.update({"error": exc, "update_links": update_links})
+            return render(request, "memory/delete.html", context, status=exc.status)
+        messages.success(request, f"Deleted {item.path}.")
+        return redirect(reverse("memory:tree", args=[fs.pk]) + (f"?dir={item.folder}" if item.folder else ""))
+    return render(request, "memory/delete.html", context)
+
+
+@login_required
+def file_history(request, fs_id, path):
+    fs = _fs(request, fs_id)
+    try:
+        path = clean_path(path)
+    except PathError:
+        raise Http404("No such file.") from None
+    page = _page(request, selectors.file_history(fs, path), HISTORY_PAGE_SIZE)
+    if not page.object_list and page.number == 1:
+        raise Http404(f"{path} has no history.")
+    style = "split" if request.GET.get("view") == "split" else "unified"
+    for change in page.object_list:
+        change.diff = _diff(change, style)
+    context = _base(request, fs)
+    context.update({"path": path, "page": page, "style": style,
+                    "exists": fs.files.filter(path=path).exists()})
+    template = "memory/history.html#changes" if request.htmx else "memory/history.html"
+    return render(request, template, context)
+
+
+def _diff(change: FileChange, style: str):
+    if style == "split":
+        return diffs.side_by_side(change.before, change.after)
+    return diffs.unified(change.before, change.after)
+
+
+@login_required
+def revision_list(request, fs_id):
+    fs = _fs(request, fs_id)
+    context = _base(request, fs)
+    context["page"] = _page(request, selectors.revisions(fs), HISTORY_PAGE_SIZE)
+    template = "memory/revisions.html#rows" if request.htmx else "memory/revisions.html"
+    return render(request, template, context)
+
+
+@login_required
+def revision_detail(request, fs_id, revision_id):
+    fs = _fs(request, fs_id)
+    revision = selectors.revision_get(fs, revision_id)
+    style = "split" if request.GET.get("view") == "split" else "unified"
+    changes = list(revision.changes.all())
+    for change in changes:
+        change.diff = _diff(change, style)
+    context = _base(request, fs)
+    context.update({"revision": revision, "changes": changes, "style": style})
+    return render(request, "memory/revision.html", context)
+
+
+@login_required
+@require_POST
+def revision_revert(request, fs_id, revision_id):
+    fs = _editable(request, fs_id)
+    revision = selectors.revision_get(fs, revision_id)
+    try:
+        new = services.revision_revert(revision=revision, author_kind=AUTHOR, author=request.user)
+    except services.MemoryWriteError as exc:
+        _refused(request, exc)
+        return redirect("memory:revision", fs.pk, revision.pk)
+    messages.success(request, f"Reverted revision {revision.pk} (as revision {new.pk}).")
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("memory:revision", args=[fs.pk, new.pk])
+    return redirect(target)
+
+
+@login_required
+@require_POST
+def change_restore(request, fs_id, change_id):
+    fs = _editable(request, fs_id)
+    change = selectors.change_get(fs, change_id)
+    try:
+        services.file_restore(filesystem=fs, change=change, author_kind=AUTHOR, author=request.user)
+    except services.MemoryWriteError as exc:
+        _refused(request, exc)
+        return redirect("memory:file-history", fs.pk, change.path)
+    path = change.old_path if change.op == FileChange.Op.MOVE and not fs.files.filter(path=change.path).exists() \
+        else change.path
+    messages.success(request, f"Restored {path} to its text before revision {change.revision_id}.")
+    return redirect("memory:file", fs.pk, path)
+
+
+@login_required
+def settings_view(request, fs_id):
+    fs = _fs(request, fs_id)
+    context = _base(request, fs)
+    if request.method == "POST":
+        if not context["can_edit"]:
+            raise PermissionDenied("You may read this memory but not change it.")
+        file_tokens, loaded = _int(request.POST.get("file_token_budget")), _int(request.POST.get("always_loaded_token_budget"))
+        try:
+            if file_tokens is None or loaded is None:
+                raise services.InvalidChange("Budgets must be whole numbers of tokens.")
+            services.budgets_update(filesystem=fs, file_tokens=file_tokens, always_loaded_tokens=loaded)
+        except services.MemoryWriteError as exc:
+            context["error"] = exc
+            return render(request, "memory/settings.html", context, status=exc.status)
+        messages.success(request, "Budgets saved.")
+        return redirect("memory:settings", fs.pk)
+    return render(request, "memory/settings.html", context)
+
