@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 from .api_root import api
@@ -16,4 +16,6 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
+    path("", include("channels_app.slack_urls")),
+    path("channels/", include("channels_app.urls")),
 ]
