@@ -13,7 +13,8 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="channels_app.tasks.debounce_fire", bind=True, acks_late=True, max_retries=5,
-             default_retry_delay=2, time_limit=60)
+             default_retry_delay=2, time_limit=60,
+             soft_time_limit=50)
 def debounce_fire(self, conversation_id: int):
     outcome, value = services.debounce_fire(conversation_id=conversation_id)
     if outcome == "wait":
@@ -37,12 +38,13 @@ def bundle_dispatch(self, bundle_id: int):
         raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 300)) from exc
 
 
-@shared_task(name="channels_app.tasks.debounce_recover", acks_late=True, time_limit=120)
+@shared_task(name="channels_app.tasks.debounce_recover", acks_late=True, time_limit=120, soft_time_limit=100)
 def debounce_recover(include_waiting: bool = False):
     return services.debounce_recover(include_waiting=include_waiting)
 
 
-@shared_task(name="channels_app.tasks.attachment_store", bind=True, acks_late=True, max_retries=3, time_limit=120)
+@shared_task(name="channels_app.tasks.attachment_store", bind=True, acks_late=True, max_retries=3, time_limit=120,
+             soft_time_limit=100)
 def attachment_store(self, attachment_id: int):
     try:
         return services.attachment_store(attachment_id=attachment_id)
@@ -50,7 +52,7 @@ def attachment_store(self, attachment_id: int):
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1)) from exc
 
 
-@shared_task(name="channels_app.tasks.ratio_alerts_check", acks_late=True, time_limit=120)
+@shared_task(name="channels_app.tasks.ratio_alerts_check", acks_late=True, time_limit=120, soft_time_limit=100)
 def ratio_alerts_check():
     return [alert.pk for alert in services.ratio_alerts_check()]
 

@@ -93,12 +93,21 @@ def inbound_store(
         InboundMessage.objects.filter(pk=message.pk).update(conversation=conversation)
         conversation_id = conversation.pk
         attachment_ids = list(message.attachments.values_list("pk", flat=True))
-        transaction.on_commit(
-            lambda: tasks.debounce_fire.apply_async((conversation_id,), countdown=settings.CHANNELS_DEBOUNCE_SECONDS)
-        )
+        transaction.on_commit(lambda: _enqueue(
+            tasks.debounce_fire, conversation_id, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
+        ))
         for attachment_id in attachment_ids:
-            transaction.on_commit(lambda a=attachment_id: tasks.attachment_store.delay(a))
+            transaction.on_commit(lambda a=attachment_id: _enqueue(tasks.attachment_store, a))
     return message
+
+
+def _enqueue(task, *args, countdown: float | None = None) -> None:
+    """The message is already stored: a broker hiccup must not fail the webhook (the provider
+    would retry a message we have). The recovery sweep queues whatever is due."""
+    try:
+        task.apply_async(args, countdown=countdown)
+    except Exception:
+        logger.exception("could not queue %s%s; the recovery sweep will", task.name, args)
 
 
 def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: str, now) -> None:
