@@ -163,3 +163,15 @@ def can_edit_filesystem(user, filesystem) -> bool:
     if filesystem.owner_id is not None:
         return filesystem.owner_id == user.pk
     return is_team_admin(user, filesystem.team_id)
+
+
+# Channels (channels_app).
+
+def can_manage_team_channels(user, team) -> bool:
+    """Team admins switch the team's public Slack channels on for team memory."""
+    return is_team_admin(user, team)
+
+
+def can_text_assistant(user) -> bool:
+    """Texting onboarding (iMessage/SMS): anyone who belongs to a team."""
+    return can_use_workspace(user)

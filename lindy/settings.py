@@ -216,3 +216,32 @@ LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "lindy.agent.han
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
+
+# --- channels_app: Slack, iMessage (managed API) and SMS ---------------------------------------
+# An integration whose secret is unset rejects every request to its endpoint.
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_CLIENT_ID = os.environ.get("SLACK_CLIENT_ID", "")
+SLACK_CLIENT_SECRET = os.environ.get("SLACK_CLIENT_SECRET", "")
+SLACK_API_BASE_URL = os.environ.get("SLACK_API_BASE_URL", "https://slack.com/api/")
+SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize")
+SLACK_BOT_SCOPES = env_list(
+    "SLACK_BOT_SCOPES", "channels:read,groups:read,channels:history,groups:history,users:read,users:read.email"
+)
+LINQ_API_TOKEN = os.environ.get("LINQ_API_TOKEN", "")
+LINQ_WEBHOOK_SECRET = os.environ.get("LINQ_WEBHOOK_SECRET", "")
+LINQ_BASE_URL = os.environ.get("LINQ_BASE_URL", "https://api.linqapp.com/api/partner")
+LINQ_TIMEOUT = float(os.environ.get("LINQ_TIMEOUT", 10))
+TWILIO_ACCOUNT_SID = os.environ.get("TWILIO_ACCOUNT_SID", "")
+TWILIO_AUTH_TOKEN = os.environ.get("TWILIO_AUTH_TOKEN", "")
+TWILIO_API_BASE_URL = os.environ.get("TWILIO_API_BASE_URL", "")  # empty: Twilio's own hosts
+# Behind a proxy Twilio signs the public URL it called: set this to that URL's origin.
+TWILIO_WEBHOOK_PUBLIC_BASE = os.environ.get("TWILIO_WEBHOOK_PUBLIC_BASE", "")
+WEBHOOK_MAX_AGE_SECONDS = int(os.environ.get("WEBHOOK_MAX_AGE_SECONDS", 300))
+CHANNELS_DEBOUNCE_SECONDS = float(os.environ.get("CHANNELS_DEBOUNCE_SECONDS", 3))
+# A claimed bundle whose dispatch has not finished after this long is handed out again.
+CHANNELS_DISPATCH_LEASE_SECONDS = int(os.environ.get("CHANNELS_DISPATCH_LEASE_SECONDS", 600))
+CHANNELS_RATIO_WARN = float(os.environ.get("CHANNELS_RATIO_WARN", 2))
+CHANNELS_RATIO_CRITICAL = float(os.environ.get("CHANNELS_RATIO_CRITICAL", 10))
+CHANNELS_CAPABILITY_TTL_DAYS = int(os.environ.get("CHANNELS_CAPABILITY_TTL_DAYS", 7))
+CHANNELS_MEDIA_ROOT = Path(os.environ.get("CHANNELS_MEDIA_ROOT", VAR_DIR / "media" / "channels"))
+CHANNELS_MAX_ATTACHMENT_BYTES = int(os.environ.get("CHANNELS_MAX_ATTACHMENT_BYTES", 20 * 1024 * 1024))

@@ -16,5 +16,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
+    path("", include("channels_app.slack_urls")),
+    path("channels/", include("channels_app.urls")),
 ]
 urlpatterns.append(path("memory/", include("memory.urls")))
