@@ -79,3 +79,6 @@ api.add_router("", core_router)
 from memory.api import router as memory_router  # noqa: E402
 
 api.add_router("/memory", memory_router)
+from hydration.api import router as hydration_router  # noqa: E402
+
+api.add_router("/hydration", hydration_router)

@@ -44,6 +44,7 @@ LOGINS = [
 # Extra demo data from other apps, as dotted paths to `seed(context)`.
 EXTRA_SEEDERS: list[str] = []
 EXTRA_SEEDERS.append("channels_app.demo.seed")
+EXTRA_SEEDERS.append("hydration.demo.seed")
 
 
 @dataclass

@@ -20,3 +20,4 @@ urlpatterns = [
     path("channels/", include("channels_app.urls")),
 ]
 urlpatterns.append(path("memory/", include("memory.urls")))
+urlpatterns.append(path("hydration/", include("hydration.urls")))
