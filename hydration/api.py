@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.core.exceptions import PermissionDenied
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 
 from lindy import permissions
 from lindy.api_root import ApiError
@@ -114,7 +114,7 @@ def runs_list(request, fs_id: int, limit: int = 20, offset: int = 0):
 def run_start(request, fs_id: int):
     fs = _runnable(request, fs_id)
     run, created = services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, user=request.user)
-    return (201 if created else 200), {"created": created, "run": run}
+    return Status(201 if created else 200, {"created": created, "run": run})
 
 
 @router.get("/runs/{run_id}", response=RunOut)
