@@ -71,7 +71,7 @@ class ItemOut(Schema):
 
 def _fs(request, fs_id):
     if not permissions.can_use_memory(request.user):
-        raise PermissionDenied("Memory belongs to team members.")
+        raise ApiError(404, "No such file system.")
     return memory_selectors.filesystem_get(request.user, fs_id)
 
 
@@ -120,14 +120,14 @@ def run_start(request, fs_id: int):
 @router.get("/runs/{run_id}", response=RunOut)
 def run_get(request, run_id: int):
     if not permissions.can_use_memory(request.user):
-        raise PermissionDenied("Memory belongs to team members.")
+        raise ApiError(404, "No such file system.")
     return selectors.run_get(request.user, run_id)
 
 
 @router.get("/runs/{run_id}/items", response=list[ItemOut])
 def run_items(request, run_id: int, limit: int = 100, offset: int = 0):
     if not permissions.can_use_memory(request.user):
-        raise PermissionDenied("Memory belongs to team members.")
+        raise ApiError(404, "No such file system.")
     if not (1 <= limit <= 500) or offset < 0:
         raise ApiError(422, "limit must be 1..500 and offset at least 0.")
     run = selectors.run_get(request.user, run_id)

@@ -179,7 +179,7 @@ def test_api(cast, api_for, enqueued, django_capture_on_commit_callbacks):
     assert other.get(f"/api/hydration/runs/{run_id}").status_code == 404
     assert other.get(f"/api/hydration/filesystems/{fs.pk}/sources").status_code == 404
     assert api.post(f"/api/hydration/filesystems/{team_fs(cast.team).pk}/runs").status_code == 403
-    assert api_for(cast.support).get(f"/api/hydration/runs/{run_id}").status_code == 403
+    assert api_for(cast.support).get(f"/api/hydration/runs/{run_id}").status_code == 404
 
 
 def test_manage_py_hydrate_prints_the_summary(cast):
