@@ -16,7 +16,7 @@ from lindy import services as core
 from memory.models import FileSystem
 from tests.conftest import client_for
 
-from .helpers import team_fs, user_fs
+from .helpers import channel, installation, share, team_fs, user_fs
 
 pytestmark = pytest.mark.django_db
 
@@ -81,8 +81,15 @@ def test_run_now_permissions_and_progress(cast, enqueued, django_capture_on_comm
 
 def test_sources_page_configures_sources(cast):
     fs = user_fs(cast.member)
+    inst = installation(cast.team)
+    share(channel(cast.team, inst, "C0LEAD", "leadership", private=True), cast.member)
+    channel(cast.team, inst, "C0GEN", "general", team_memory=True)
     client = client_for(cast.member)
     page = client.get(f"/hydration/{fs.pk}/").content.decode()
+    slack_row = page.split('data-source="slack"')[1].split("</tr>")[0]
+    assert "#leadership" in slack_row and "#general" not in slack_row
+    team_page = client.get(f"/hydration/{team_fs(cast.team).pk}/").content.decode()
+    assert "#general" in team_page.split('data-source="slack"')[1].split("</tr>")[0]
     for kind in ("slack", "gmail", "meetings", "tasks"):
         assert f'data-source="{kind}"' in page
     assert "Not connected." in page  # Gmail
