@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import OperationalError
 
 from . import services
 
@@ -11,7 +12,7 @@ from . import services
 RUN_TIME_LIMIT = 1500
 
 
-@shared_task(name="hydration.tasks.hydrate", acks_late=True, autoretry_for=(ConnectionError,), max_retries=3,
+@shared_task(name="hydration.tasks.hydrate", acks_late=True, autoretry_for=(OperationalError,), max_retries=3,
              retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
 def hydrate(run_id: int) -> str:
     run = services.run_execute(run_id=run_id)
