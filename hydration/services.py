@@ -112,16 +112,19 @@ def runs_expire(*, filesystem: FileSystem | None = None) -> int:
 def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: bool = True) -> tuple[Run, bool]:
     """A new queued run, or the live one when there is one already (created=False)."""
     runs_expire(filesystem=filesystem)
-    try:
-        with transaction.atomic():
-            run = Run.objects.create(filesystem=filesystem, trigger=trigger, triggered_by=user,
-                                     status=Status.QUEUED, stage="Waiting for a worker",
-                                     lease_until=timezone.now() + _lease())
-    except IntegrityError:
-        active = Run.objects.filter(filesystem=filesystem, status__in=Run.ACTIVE).first()
-        if active is None:  # it finished in between: the caller may simply try again
-            raise
-        return active, False
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                run = Run.objects.create(filesystem=filesystem, trigger=trigger, triggered_by=user,
+                                         status=Status.QUEUED, stage="Waiting for a worker",
+                                         lease_until=timezone.now() + _lease())
+            break
+        except IntegrityError:
+            active = Run.objects.filter(filesystem=filesystem, status__in=Run.ACTIVE).first()
+            if active is not None:
+                return active, False
+            if attempt == 2:  # the live run kept finishing in between: give up loudly
+                raise
     if enqueue:
         from . import tasks
 
@@ -176,6 +179,10 @@ def _actors(fs: FileSystem):
 
 
 def _finish(run: Run, status: str, **fields) -> Run:
+    # A worker whose run was taken over (lease expired, another attempt claimed it) writes nothing.
+    if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
+        run.refresh_from_db()
+        return run
     run.status = status
     run.finished_at = timezone.now()
     run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
