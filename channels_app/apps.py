@@ -4,3 +4,20 @@ from django.apps import AppConfig
 class ChannelsAppConfig(AppConfig):
     name = "channels_app"
     verbose_name = "Channels"
+
+    def ready(self):
+        from lindy import navigation, permissions, schedules
+
+        navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
+        navigation.register(
+            navigation.NavItem("channel-health", "Channel health", "channel-health",
+                               permissions.can_view_channel_health, order=51)
+        )
+        schedules.register(schedules.Periodic(
+            name="channels.ratio_alerts", task="channels_app.tasks.ratio_alerts_check", every_seconds=900,
+            description="Raises an alert record when a sending number's send/receive ratio crosses a threshold.",
+        ))
+        schedules.register(schedules.Periodic(
+            name="channels.debounce_recover", task="channels_app.tasks.debounce_recover", every_seconds=60,
+            description="Re-queues debounce windows and bundles a dead worker left behind.",
+        ))

@@ -87,3 +87,7 @@ api.add_router("/memory", memory_router)
 from validator.api import router as validator_router  # noqa: E402
 
 api.add_router("/validator", validator_router)
+
+from hydration.api import router as hydration_router  # noqa: E402
+
+api.add_router("/hydration", hydration_router)

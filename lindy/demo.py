@@ -46,6 +46,8 @@ EXTRA_SEEDERS: list[str] = [
     "memory.demo.seed",
     "validator.demo.seed",  # after memory: standing permissions live in the user's memory
     "router.demo.seed",
+    "channels_app.demo.seed",
+    "hydration.demo.seed",  # last: it hydrates what the others seeded
 ]
 
 

@@ -197,3 +197,32 @@ def can_authorize_decision(user, decision) -> bool:
 def can_view_decision_stats(user) -> bool:
     """Team admins see their teams' decision statistics (counts, never contents)."""
     return bool(admin_team_ids(user))
+
+
+# Channels (channels_app).
+
+def can_manage_team_channels(user, team) -> bool:
+    """Team admins switch the team's public Slack channels on for team memory."""
+    return is_team_admin(user, team)
+
+
+def can_text_assistant(user) -> bool:
+    """Texting onboarding (iMessage/SMS): anyone who belongs to a team."""
+    return can_use_workspace(user)
+
+
+# Hydration (hydration/): whoever may edit a memory may run its hydration and configure its
+# sources (users their own, team admins the team's); whoever may read it sees its runs.
+
+def can_run_hydration(user, filesystem) -> bool:
+    return can_edit_filesystem(user, filesystem)
+
+
+def visible_hydration_runs(user):
+    from hydration.models import Run
+
+    return Run.objects.filter(filesystem__in=visible_filesystems(user))
+
+
+def can_connect_gmail(user) -> bool:
+    return can_use_memory(user)

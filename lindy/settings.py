@@ -236,3 +236,49 @@ LINDY_SLACK_BOT_TOKEN = os.environ.get("LINDY_SLACK_BOT_TOKEN", "")
 LINDY_SLACK_API_URL = os.environ.get("LINDY_SLACK_API_URL", "https://slack.com/api/")
 # A user's messages on one channel conversation feed the same task until it has been idle this long.
 LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
+
+# --- channels_app: Slack, iMessage (managed API) and SMS ---------------------------------------
+# An integration whose secret is unset rejects every request to its endpoint.
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_CLIENT_ID = os.environ.get("SLACK_CLIENT_ID", "")
+SLACK_CLIENT_SECRET = os.environ.get("SLACK_CLIENT_SECRET", "")
+SLACK_API_BASE_URL = os.environ.get("SLACK_API_BASE_URL", "https://slack.com/api/")
+SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize")
+SLACK_BOT_SCOPES = env_list(
+    "SLACK_BOT_SCOPES", "channels:read,groups:read,channels:history,groups:history,users:read,users:read.email"
+)
+LINQ_API_TOKEN = os.environ.get("LINQ_API_TOKEN", "")
+LINQ_WEBHOOK_SECRET = os.environ.get("LINQ_WEBHOOK_SECRET", "")
+LINQ_BASE_URL = os.environ.get("LINQ_BASE_URL", "https://api.linqapp.com/api/partner")
+LINQ_TIMEOUT = float(os.environ.get("LINQ_TIMEOUT", 10))
+TWILIO_ACCOUNT_SID = os.environ.get("TWILIO_ACCOUNT_SID", "")
+TWILIO_AUTH_TOKEN = os.environ.get("TWILIO_AUTH_TOKEN", "")
+TWILIO_API_BASE_URL = os.environ.get("TWILIO_API_BASE_URL", "")  # empty: Twilio's own hosts
+# Behind a proxy Twilio signs the public URL it called: set this to that URL's origin.
+TWILIO_WEBHOOK_PUBLIC_BASE = os.environ.get("TWILIO_WEBHOOK_PUBLIC_BASE", "")
+WEBHOOK_MAX_AGE_SECONDS = int(os.environ.get("WEBHOOK_MAX_AGE_SECONDS", 300))
+CHANNELS_DEBOUNCE_SECONDS = float(os.environ.get("CHANNELS_DEBOUNCE_SECONDS", 3))
+# A claimed bundle whose dispatch has not finished after this long is handed out again.
+CHANNELS_DISPATCH_LEASE_SECONDS = int(os.environ.get("CHANNELS_DISPATCH_LEASE_SECONDS", 600))
+CHANNELS_RATIO_WARN = float(os.environ.get("CHANNELS_RATIO_WARN", 2))
+CHANNELS_RATIO_CRITICAL = float(os.environ.get("CHANNELS_RATIO_CRITICAL", 10))
+CHANNELS_CAPABILITY_TTL_DAYS = int(os.environ.get("CHANNELS_CAPABILITY_TTL_DAYS", 7))
+CHANNELS_MEDIA_ROOT = Path(os.environ.get("CHANNELS_MEDIA_ROOT", VAR_DIR / "media" / "channels"))
+CHANNELS_MAX_ATTACHMENT_BYTES = int(os.environ.get("CHANNELS_MAX_ATTACHMENT_BYTES", 20 * 1024 * 1024))
+
+# --- hydration: sources, summarizer and memory agent, every 12 hours ------------------------------
+INSTALLED_APPS.append("hydration")
+HYDRATION_INTERVAL_SECONDS = int(os.environ.get("HYDRATION_INTERVAL_SECONDS", 12 * 3600))
+# A live run whose worker stops renewing this lease is considered dead; keep it above the task's time limit.
+HYDRATION_RUN_LEASE_SECONDS = int(os.environ.get("HYDRATION_RUN_LEASE_SECONDS", 1800))
+HYDRATION_SUMMARIZER_INPUT_TOKENS = int(os.environ.get("HYDRATION_SUMMARIZER_INPUT_TOKENS", 150_000))
+HYDRATION_MAX_ITEMS_PER_RUN = int(os.environ.get("HYDRATION_MAX_ITEMS_PER_RUN", 2000))
+HYDRATION_AGENT_MAX_STEPS = int(os.environ.get("HYDRATION_AGENT_MAX_STEPS", 40))
+HYDRATION_VERIFIER_ROUNDS = int(os.environ.get("HYDRATION_VERIFIER_ROUNDS", 3))
+HYDRATION_HTTP_TIMEOUT = float(os.environ.get("HYDRATION_HTTP_TIMEOUT", 20))
+HYDRATION_SLACK_MAX_RETRIES = int(os.environ.get("HYDRATION_SLACK_MAX_RETRIES", 3))
+GMAIL_CLIENT_ID = os.environ.get("GMAIL_CLIENT_ID", "")
+GMAIL_CLIENT_SECRET = os.environ.get("GMAIL_CLIENT_SECRET", "")
+GMAIL_API_BASE_URL = os.environ.get("GMAIL_API_BASE_URL", "https://gmail.googleapis.com")
+GOOGLE_OAUTH_AUTHORIZE_URL = os.environ.get("GOOGLE_OAUTH_AUTHORIZE_URL", "https://accounts.google.com/o/oauth2/v2/auth")
+GOOGLE_OAUTH_TOKEN_URL = os.environ.get("GOOGLE_OAUTH_TOKEN_URL", "https://oauth2.googleapis.com/token")

@@ -19,4 +19,7 @@ urlpatterns = [
     path("memory/", include("memory.urls")),
     path("validator/", include("validator.urls")),
     path("router/", include("router.urls")),
+    path("hydration/", include("hydration.urls")),
+    path("channels/", include("channels_app.urls")),
+    path("", include("channels_app.slack_urls")),
 ]

@@ -7,7 +7,7 @@ from django.test import override_settings
 from lindy import agent
 from router.models import ModelCall
 from tests.fakes.anthropic_api import FakeAnthropic, text_block, tool_use_block
-from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_chat import FakeSlack
 from tests.validator.helpers import FAILING, RECORDER, SENT, task_with
 from validator.models import Conversation, Decision, OutboxEntry
 

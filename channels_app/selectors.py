@@ -1,0 +1,114 @@
+"""Reads of the channels app. The Slack hydration source reads memory_channels_for_*."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from .models import NumberDay, RatioAlert, SendingNumber, SlackChannel, SlackChannelShare, TextingProfile, ratio_of
+from .services.pool import today
+
+
+def memory_channels_for_team(team) -> QuerySet[SlackChannel]:
+    """Public channels the bot is in that the team's admins switched on for team memory."""
+    return SlackChannel.objects.filter(team=team, active=True, is_private=False, use_for_team_memory=True)
+
+
+def memory_channels_for_user(user) -> QuerySet[SlackChannel]:
+    """Private channels the user shares with the bot and switched on for their own memory."""
+    return SlackChannel.objects.filter(
+        active=True, is_private=True, shares__user=user, shares__use_for_memory=True,
+        team__memberships__user=user,
+    ).distinct()
+
+
+def team_channels(team) -> QuerySet[SlackChannel]:
+    """What a team admin manages: the team's channels (private ones listed, not switchable)."""
+    return SlackChannel.objects.filter(team=team).order_by("-active", "is_private", "name")
+
+
+def private_shares_for(user) -> QuerySet[SlackChannelShare]:
+    return (
+        SlackChannelShare.objects.filter(user=user, channel__is_private=True, channel__team__memberships__user=user)
+        .select_related("channel", "channel__team").order_by("-channel__active", "channel__name")
+    )
+
+
+def texting_profile(user) -> TextingProfile | None:
+    return TextingProfile.objects.select_related("number").filter(user=user).first()
+
+
+def _json_ratio(value: float):
+    return None if math.isinf(value) or math.isnan(value) else value
+
+
+def ratio_series(*, days: int = 14, end: date | None = None) -> dict:
+    """Per line and day: sent, received, ratio, fallbacks. Counts only, never a message body."""
+    end = end or today()
+    start = end - timedelta(days=days - 1)
+    labels = [(start + timedelta(days=i)) for i in range(days)]
+    numbers = list(SendingNumber.objects.filter(active=True))
+    rows = {
+        (r.number_id, r.day): r for r in NumberDay.objects.filter(day__gte=start, day__lte=end, number__in=numbers)
+    }
+    series = []
+    for number in numbers:
+        points = [rows.get((number.pk, d)) for d in labels]
+        series.append({
+            "number": number.phone, "label": number.label or number.phone, "kind": number.kind,
+            "sent": [p.sent if p else 0 for p in points],
+            "received": [p.received if p else 0 for p in points],
+            "ratio": [_json_ratio(p.ratio) if p else None for p in points],
+            "fallbacks": [p.fallbacks if p else 0 for p in points],
+        })
+    return {"labels": [d.isoformat() for d in labels], "series": series}
+
+
+def numbers_today() -> list[dict]:
+    """Every active line with today's traffic, cap use and the level it is at."""
+    day = today()
+    rows = {r.number_id: r for r in NumberDay.objects.filter(day=day)}
+    result = []
+    for number in SendingNumber.objects.filter(active=True).order_by("kind", "phone"):
+        row = rows.get(number.pk)
+        sent, received = (row.sent, row.received) if row else (0, 0)
+        ratio = ratio_of(sent, received)
+        level = ""
+        if ratio > settings.CHANNELS_RATIO_CRITICAL:
+            level = "critical"
+        elif ratio > settings.CHANNELS_RATIO_WARN:
+            level = "warn"
+        result.append({
+            "number": number, "sent": sent, "received": received, "ratio": ratio,
+            "fallbacks": row.fallbacks if row else 0, "capped": row.capped if row else 0,
+            "cap": number.daily_cap, "cap_used_pct": round(100 * sent / max(number.daily_cap, 1)),
+            "level": level, "users": number.profiles.count(),
+        })
+    return result
+
+
+def numbers_over_threshold(*, days: int = 7) -> list[dict]:
+    """Lines whose ratio over the last `days` days is above the warning threshold, worst first."""
+    since = today() - timedelta(days=days - 1)
+    totals: dict[int, list[int]] = {}
+    for number_id, sent, received in NumberDay.objects.filter(day__gte=since, number__active=True).values_list(
+        "number_id", "sent", "received"
+    ):
+        total = totals.setdefault(number_id, [0, 0])
+        total[0] += sent
+        total[1] += received
+    numbers = SendingNumber.objects.in_bulk(list(totals))
+    over = []
+    for number_id, (sent, received) in totals.items():
+        ratio = ratio_of(sent, received)
+        if ratio > settings.CHANNELS_RATIO_WARN:
+            level = "critical" if ratio > settings.CHANNELS_RATIO_CRITICAL else "warn"
+            over.append({"number": numbers[number_id], "sent": sent, "received": received, "ratio": ratio, "level": level})
+    return sorted(over, key=lambda item: -item["ratio"])
+
+
+def recent_alerts(limit: int = 20) -> QuerySet[RatioAlert]:
+    return RatioAlert.objects.select_related("number").order_by("-created_at")[:limit]

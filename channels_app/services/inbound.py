@@ -1,0 +1,329 @@
+"""Inbound texts: stored the moment they arrive, then debounced into one bundle for the agent.
+
+The debounce window's deadline lives on the Conversation row, not only in a countdown task, and a
+bundle is claimed with a conditional update: a worker killed at any point loses nothing (the
+recovery sweep finds what is due) and no message is handed to the agent twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.module_loading import import_string
+from django.utils.text import get_valid_filename
+
+from ..models import (
+    Channel,
+    Conversation,
+    InboundAttachment,
+    InboundBundle,
+    InboundMessage,
+    SendingNumber,
+    TextingProfile,
+    WebhookEvent,
+)
+from . import outbound, pool
+
+logger = logging.getLogger(__name__)
+
+
+def webhook_event_claim(*, source: str, event_id: str, event_type: str = "") -> bool:
+    """True the first time an event id is seen; a provider's retry gets False."""
+    try:
+        with transaction.atomic():
+            WebhookEvent.objects.create(source=source, event_id=event_id, event_type=event_type[:60])
+    except IntegrityError:
+        return False
+    return True
+
+
+def _safe_phone(value: str) -> str:
+    try:
+        return pool.phone_normalize(value)
+    except ValueError:
+        return (value or "")[:20]
+
+
+def inbound_store(
+    *, channel: str, provider_id: str, from_phone: str, to_phone: str, text: str = "",
+    attachments: list[dict] | None = None, reaction: dict | None = None, chat_id: str = "",
+    received_at=None,
+) -> InboundMessage | None:
+    """Store one inbound message and (re)start its conversation's debounce window.
+    Returns None for a duplicate (already stored under the same provider id)."""
+    from .. import tasks
+
+    now = timezone.now()
+    from_phone, to_phone = _safe_phone(from_phone), _safe_phone(to_phone)
+    with transaction.atomic():
+        number = SendingNumber.objects.filter(phone=to_phone).first()
+        profile = TextingProfile.objects.select_for_update().filter(phone=from_phone).first()
+        try:
+            with transaction.atomic():
+                message = InboundMessage.objects.create(
+                    channel=channel, provider_id=provider_id, from_phone=from_phone, number=number, profile=profile,
+                    text=text, reaction=reaction, received_at=received_at or now,
+                )
+        except IntegrityError:
+            return None
+        for part in attachments or []:
+            InboundAttachment.objects.create(
+                message=message, provider_id=str(part.get("id", ""))[:100],
+                filename=get_valid_filename(part.get("filename") or "attachment")[:255],
+                mime_type=str(part.get("mime_type", ""))[:100], size_bytes=int(part.get("size_bytes") or 0),
+                source_url=str(part.get("url", "")),
+            )
+        pool.stat_add(number=number, field="received")
+        if profile is None:
+            logger.info("Inbound %s from a phone no user registered; stored, not dispatched", message.pk)
+            return message
+        _profile_learn(profile, channel=channel, number=number, chat_id=chat_id, now=now)
+        conversation, _ = Conversation.objects.select_for_update().get_or_create(profile=profile)
+        window = timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)
+        Conversation.objects.filter(pk=conversation.pk).update(
+            deadline=now + window, version=F("version") + 1, channel=channel
+        )
+        InboundMessage.objects.filter(pk=message.pk).update(conversation=conversation)
+        conversation_id = conversation.pk
+        attachment_ids = list(message.attachments.values_list("pk", flat=True))
+        transaction.on_commit(lambda: _enqueue(
+            tasks.debounce_fire, conversation_id, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
+        ))
+        for attachment_id in attachment_ids:
+            transaction.on_commit(lambda a=attachment_id: _enqueue(tasks.attachment_store, a))
+    return message
+
+
+def _enqueue(task, *args, countdown: float | None = None) -> None:
+    """The message is already stored: a broker hiccup must not fail the webhook (the provider
+    would retry a message we have). The recovery sweep queues whatever is due."""
+    try:
+        task.apply_async(args, countdown=countdown)
+    except Exception:
+        logger.exception("could not queue %s%s; the recovery sweep will", task.name, args)
+
+
+def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: str, now) -> None:
+    """Users text first: the first text opens the thread, and the line they texted is theirs."""
+    changes = {}
+    if profile.first_texted_at is None:
+        changes["first_texted_at"] = now
+    if number is not None and number.kind == Channel.IMESSAGE and (
+        profile.number_id is None or (profile.first_texted_at is None and profile.number_id != number.pk)
+    ):
+        changes["number"] = number
+    if number is not None and number.kind == Channel.SMS and profile.sms_number_id is None:
+        changes["sms_number"] = number
+    if channel == Channel.IMESSAGE:
+        changes.update(imessage_capable=True, capability_checked_at=now)
+        if chat_id and profile.chat_id != chat_id:
+            changes["chat_id"] = chat_id
+    for field, value in changes.items():
+        setattr(profile, field, value)
+    if changes:
+        profile.save(update_fields=list(changes))
+
+
+def debounce_fire(*, conversation_id: int) -> tuple[str, float]:
+    """Claim the conversation's pending messages if its window has closed.
+    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id) or ("nothing", 0)."""
+    now = timezone.now()
+    with transaction.atomic():
+        conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+        if conversation is None:
+            return ("nothing", 0)
+        pending = InboundMessage.objects.filter(conversation=conversation, bundle__isnull=True)
+        if not pending.exists():
+            return ("nothing", 0)
+        if conversation.deadline and conversation.deadline > now:
+            return ("wait", (conversation.deadline - now).total_seconds())
+        bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
+        # The conditional update is the claim: a concurrent claimer finds nothing left.
+        claimed = InboundMessage.objects.filter(conversation=conversation, bundle__isnull=True).update(bundle=bundle)
+        if not claimed:
+            bundle.delete()
+            return ("nothing", 0)
+        Conversation.objects.filter(pk=conversation.pk).update(deadline=None)
+    return ("dispatch", bundle.pk)
+
+
+def _message_payload(message: InboundMessage) -> dict:
+    item = {"text": message.text, "received_at": message.received_at.isoformat()}
+    attachments = [a.as_reference() for a in message.attachments.all()]
+    if attachments:
+        item["attachments"] = attachments
+    if message.reaction:
+        item["reaction"] = message.reaction
+    return item
+
+
+def bundle_dispatch(*, bundle_id: int) -> str:
+    """Hand a claimed bundle to the agent, once. The typing bubble starts here."""
+    now = timezone.now()
+    taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
+        status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1
+    )
+    if not taken:
+        return "already"
+    bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
+    conversation = bundle.conversation
+    messages = [_message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")]
+    outbound.typing_start(conversation=conversation)
+    handler = import_string(settings.LINDY_INBOUND_HANDLER)
+    try:
+        result = handler(
+            user=conversation.profile.user, channel=conversation.channel,
+            conversation_ref=conversation.conversation_ref(), messages=messages,
+        )
+    except Exception as exc:
+        # Back to CLAIMED so a retry (or the sweep) hands it over again; the messages stay claimed.
+        InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
+        outbound.typing_stop(profile=conversation.profile)
+        raise
+    InboundBundle.objects.filter(pk=bundle_id).update(
+        status=InboundBundle.Status.DISPATCHED, dispatched_at=timezone.now(), agent_task_id=getattr(result, "pk", None),
+        error="",
+    )
+    return "dispatched"
+
+
+def bundle_give_up(*, bundle_id: int, error: str) -> None:
+    InboundBundle.objects.filter(pk=bundle_id).exclude(status=InboundBundle.Status.DISPATCHED).update(
+        status=InboundBundle.Status.FAILED, error=error[:2000]
+    )
+
+
+def debounce_recover(*, include_waiting: bool = False) -> dict:
+    """Find work a dead worker left behind and queue it again. Safe to run any time, any number
+    of times: every step it queues is idempotent."""
+    from .. import tasks
+
+    now = timezone.now()
+    pending = InboundMessage.objects.filter(conversation__isnull=False, bundle__isnull=True)
+    conversations = Conversation.objects.filter(pk__in=pending.values("conversation_id"))
+    if not include_waiting:
+        conversations = conversations.filter(deadline__lte=now) | Conversation.objects.filter(
+            pk__in=pending.values("conversation_id"), deadline__isnull=True
+        )
+    fired = 0
+    for conversation in conversations.distinct():
+        delay = max(0.0, (conversation.deadline - now).total_seconds()) if conversation.deadline else 0.0
+        tasks.debounce_fire.apply_async((conversation.pk,), countdown=delay)
+        fired += 1
+    stale = now - timedelta(seconds=settings.CHANNELS_DISPATCH_LEASE_SECONDS)
+    InboundBundle.objects.filter(status=InboundBundle.Status.DISPATCHING, claimed_at__lt=stale).update(
+        status=InboundBundle.Status.CLAIMED
+    )
+    redispatched = 0
+    for bundle_id in InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED).values_list("pk", flat=True):
+        tasks.bundle_dispatch.delay(bundle_id)
+        redispatched += 1
+    return {"conversations": fired, "bundles": redispatched}
+
+
+def attachment_store(*, attachment_id: int) -> bool:
+    """Keep our own copy of an attachment: the provider's URL expires within the hour."""
+    attachment = InboundAttachment.objects.filter(pk=attachment_id).first()
+    if attachment is None or attachment.stored_at:
+        return False
+    root = Path(settings.CHANNELS_MEDIA_ROOT)
+    relative = Path(str(attachment.message_id)) / f"{attachment.pk}-{attachment.filename or 'attachment'}"
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    size = 0
+    with httpx.stream("GET", attachment.source_url, timeout=30, follow_redirects=True) as response:
+        response.raise_for_status()
+        with open(target, "wb") as handle:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > settings.CHANNELS_MAX_ATTACHMENT_BYTES:
+                    handle.close()
+                    target.unlink(missing_ok=True)
+                    raise ValueError("attachment larger than CHANNELS_MAX_ATTACHMENT_BYTES")
+                handle.write(chunk)
+    InboundAttachment.objects.filter(pk=attachment.pk).update(
+        stored_path=str(relative), stored_at=timezone.now(), size_bytes=size
+    )
+    return True
+
+
+def linq_event_process(*, payload: dict) -> str:
+    """One verified webhook from the managed iMessage API. Returns what happened."""
+    event_id = str(payload.get("event_id") or "")
+    event_type = str(payload.get("event_type") or "")
+    data = payload.get("data") or {}
+    if not event_id or not isinstance(data, dict):
+        raise ValueError("event_id and data are required")
+    if not webhook_event_claim(source="linq", event_id=event_id, event_type=event_type):
+        return "duplicate"
+    if event_type == "message.received":
+        if data.get("direction", "inbound") != "inbound":
+            return "ignored"
+        chat = data.get("chat") or {}
+        if chat.get("is_group"):
+            return "ignored"
+        sender = (data.get("sender_handle") or {}).get("handle", "")
+        owner = (chat.get("owner_handle") or {}).get("handle", "")
+        parts = data.get("parts") or []
+        text = "\n".join(str(p.get("value", "")) for p in parts if isinstance(p, dict) and p.get("type") in ("text", "link"))
+        media = [p for p in parts if isinstance(p, dict) and p.get("type") == "media"]
+        service = str(data.get("service") or "iMessage")
+        inbound_store(
+            channel=Channel.IMESSAGE if service.lower() == "imessage" else Channel.SMS, provider_id=event_id,
+            from_phone=sender, to_phone=owner, text=text, attachments=media, chat_id=str(chat.get("id", "")),
+        )
+        return "stored"
+    if event_type == "reaction.added":
+        if data.get("is_from_me"):
+            return "ignored"
+        sender = (data.get("from_handle") or {}).get("handle") or data.get("from", "")
+        profile = TextingProfile.objects.filter(phone=_safe_phone(sender)).select_related("number").first()
+        reaction = {
+            "type": data.get("reaction_type", ""), "emoji": data.get("custom_emoji") or "",
+            "message_id": data.get("message_id", ""),
+        }
+        inbound_store(
+            channel=Channel.IMESSAGE, provider_id=event_id, from_phone=sender,
+            to_phone=profile.number.phone if profile and profile.number_id else "", reaction=reaction,
+            chat_id=str(data.get("chat_id", "")),
+        )
+        return "stored"
+    if event_type == "message.failed":
+        from ..models import OutboundMessage
+
+        message_id = str(data.get("message_id") or "")
+        if message_id:
+            OutboundMessage.objects.filter(provider_id=message_id, channel=Channel.IMESSAGE).update(
+                status=OutboundMessage.Status.FAILED, error=str(data.get("reason") or data.get("code") or "")[:500]
+            )
+        return "recorded"
+    return "ignored"
+
+
+def twilio_inbound_process(*, params: dict) -> str:
+    sid = str(params.get("MessageSid") or params.get("SmsSid") or "")
+    if not sid:
+        raise ValueError("MessageSid is required")
+    if not webhook_event_claim(source="twilio", event_id=sid, event_type="sms.received"):
+        return "duplicate"
+    try:
+        count = min(int(params.get("NumMedia") or 0), 10)
+    except ValueError:
+        count = 0
+    media = [
+        {"id": f"{sid}-{i}", "filename": f"media-{i}", "mime_type": params.get(f"MediaContentType{i}", ""),
+         "url": params.get(f"MediaUrl{i}", "")}
+        for i in range(count) if params.get(f"MediaUrl{i}")
+    ]
+    inbound_store(
+        channel=Channel.SMS, provider_id=sid, from_phone=params.get("From", ""), to_phone=params.get("To", ""),
+        text=str(params.get("Body") or ""), attachments=media,
+    )
+    return "stored"

@@ -1,0 +1,230 @@
+"""Pages (channels, texting onboarding, channel health) and the inbound endpoints
+(/slack/*, the iMessage and SMS webhooks)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from lindy import permissions
+from lindy.models import Team
+
+from . import selectors, services, slack_app
+from .models import SlackChannel, SlackChannelShare
+from .providers import linq, sms
+from .slack_stores import callback_state, install_started_by
+
+logger = logging.getLogger(__name__)
+
+TRUE_VALUES = {"1", "true", "on", "yes"}
+
+
+# --- Slack ---------------------------------------------------------------------------------------
+
+def _slack_closed(status: int = 404) -> HttpResponse:
+    return HttpResponse("Slack is not configured on this server.", status=status, content_type="text/plain")
+
+
+@login_required
+@require_GET
+def slack_install(request):
+    """Starts Slack's OAuth flow for a team the signed-in user administers."""
+    if not slack_app.configured():
+        return _slack_closed()
+    admin_teams = permissions.admin_team_ids(request.user)
+    try:
+        team_id = int(request.GET.get("team") or (sorted(admin_teams)[0] if admin_teams else 0))
+    except ValueError:
+        raise Http404("No such team.") from None
+    if team_id not in admin_teams:
+        raise Http404("Only a team admin can connect Slack for the team.")
+    with install_started_by(team_id=team_id, user_id=request.user.pk):
+        return slack_app.handler().handle(request)
+
+
+@require_GET
+def slack_oauth_redirect(request):
+    if not slack_app.configured():
+        return _slack_closed()
+    with callback_state(request.GET.get("state")):
+        return slack_app.handler().handle(request)
+
+
+@csrf_exempt
+@require_POST
+def slack_events(request):
+    if not slack_app.configured():
+        return HttpResponse("Slack is not configured.", status=401, content_type="text/plain")
+    return slack_app.handler().handle(request)
+
+
+# --- iMessage and SMS webhooks -------------------------------------------------------------------
+
+@csrf_exempt
+@require_POST
+def imessage_webhook(request):
+    raw = request.body
+    if not linq.verify_webhook(
+        raw_body=raw, timestamp=request.headers.get("X-Webhook-Timestamp"),
+        signature=request.headers.get("X-Webhook-Signature"),
+    ):
+        return JsonResponse({"error": "invalid or stale signature"}, status=401)
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return JsonResponse({"error": "body is not JSON"}, status=400)
+    if not isinstance(payload, dict):
+        return JsonResponse({"error": "body must be a JSON object"}, status=400)
+    try:
+        outcome = services.linq_event_process(payload=payload)
+    except (ValueError, TypeError, AttributeError) as exc:
+        return JsonResponse({"error": f"malformed event: {exc}"}, status=400)
+    return JsonResponse({"status": outcome})
+
+
+def _twilio_url(request) -> str:
+    if settings.TWILIO_WEBHOOK_PUBLIC_BASE:
+        return settings.TWILIO_WEBHOOK_PUBLIC_BASE.rstrip("/") + request.get_full_path()
+    return request.build_absolute_uri()
+
+
+TWIML_EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+
+@csrf_exempt
+@require_POST
+def sms_webhook(request):
+    params = {key: request.POST.get(key) for key in request.POST}
+    if not sms.verify_webhook(url=_twilio_url(request), params=params,
+                              signature=request.headers.get("X-Twilio-Signature")):
+        return HttpResponse("invalid signature", status=403, content_type="text/plain")
+    try:
+        services.twilio_inbound_process(params=params)
+    except ValueError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    return HttpResponse(TWIML_EMPTY, content_type="text/xml")
+
+
+# --- Pages ---------------------------------------------------------------------------------------
+
+def _require(allowed: bool, what: str) -> None:
+    if not allowed:
+        raise Http404(what)
+
+
+@login_required
+@require_GET
+def channel_list(request):
+    user = request.user
+    _require(permissions.can_view_channels(user), "No channels here.")
+    admin_teams = Team.objects.filter(pk__in=permissions.admin_team_ids(user)).order_by("name")
+    context = {
+        "team_sections": [{"team": team, "channels": selectors.team_channels(team)} for team in admin_teams],
+        "shares": selectors.private_shares_for(user),
+        "profile": selectors.texting_profile(user) if permissions.can_text_assistant(user) else None,
+        "can_text": permissions.can_text_assistant(user),
+        "can_view_health": permissions.can_view_channel_health(user),
+        "slack_configured": slack_app.configured(),
+    }
+    return render(request, "channels_app/channels.html", context)
+
+
+def _enabled(request) -> bool:
+    return (request.POST.get("enabled") or "").lower() in TRUE_VALUES
+
+
+@login_required
+@require_POST
+def team_memory_toggle(request, channel_id: int):
+    channel = permissions.get_visible_or_404(
+        SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(request.user)), pk=channel_id
+    )
+    try:
+        services.slack_team_memory_set(channel=channel, enabled=_enabled(request))
+    except ValueError as exc:
+        if request.htmx:
+            return HttpResponse(str(exc), status=400)
+        messages.error(request, str(exc))
+        return redirect("channels")
+    if request.htmx:
+        return render(request, "channels_app/channels.html#team-channel-row", {"channel": channel})
+    messages.success(request, f"#{channel.name}: team memory {'on' if channel.use_for_team_memory else 'off'}.")
+    return redirect("channels")
+
+
+@login_required
+@require_POST
+def private_memory_toggle(request, share_id: int):
+    share = permissions.get_visible_or_404(
+        SlackChannelShare.objects.filter(user=request.user).select_related("channel"), pk=share_id
+    )
+    services.slack_private_memory_set(share=share, enabled=_enabled(request))
+    if request.htmx:
+        return render(request, "channels_app/channels.html#share-row", {"share": share})
+    messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")
+    return redirect("channels")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def texting(request):
+    """Onboarding: the user gives their phone, gets the number to text and a contact card."""
+    user = request.user
+    _require(permissions.can_text_assistant(user), "Texting belongs to team members.")
+    error = ""
+    if request.method == "POST":
+        try:
+            services.profile_register(user=user, phone=request.POST.get("phone", ""))
+        except ValueError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, "Saved. Now text the number below to start.")
+            return redirect("channels-texting")
+    profile = selectors.texting_profile(user)
+    status = 400 if error else 200
+    return render(request, "channels_app/texting.html",
+                  {"profile": profile, "error": error, "phone": request.POST.get("phone", "")}, status=status)
+
+
+def vcard_text(phone: str, name: str = "Lindy") -> str:
+    lines = [
+        "BEGIN:VCARD", "VERSION:3.0", f"FN:{name}", f"N:;{name};;;", "ORG:Lindy",
+        f"TEL;TYPE=CELL,VOICE,pref:{phone}", "NOTE:Your Lindy assistant. Text this number to talk to it.",
+        "END:VCARD",
+    ]
+    return "\r\n".join(lines) + "\r\n"
+
+
+@login_required
+@require_GET
+def texting_vcard(request):
+    profile = selectors.texting_profile(request.user)
+    if profile is None or profile.number is None:
+        raise Http404("Add your phone first to get Lindy's number.")
+    response = HttpResponse(vcard_text(profile.number.phone), content_type="text/vcard; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="lindy.vcf"'
+    return response
+
+
+@login_required
+@require_GET
+def channel_health(request):
+    """Support staff, across teams: counts and ratios per line, never a message body."""
+    _require(permissions.can_view_channel_health(request.user), "No such page.")
+    context = {
+        "chart": selectors.ratio_series(days=14),
+        "today_rows": selectors.numbers_today(),
+        "over": selectors.numbers_over_threshold(days=7),
+        "alerts": selectors.recent_alerts(),
+        "warn": settings.CHANNELS_RATIO_WARN,
+        "critical": settings.CHANNELS_RATIO_CRITICAL,
+    }
+    return render(request, "channels_app/health.html", context)

@@ -1,0 +1,134 @@
+"""The hydration JSON API under /api/hydration/, with the same permissions as the pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import PermissionDenied
+from ninja import Router, Schema, Status
+
+from lindy import permissions
+from lindy.api_root import ApiError
+from memory import selectors as memory_selectors
+
+from . import selectors, services
+from .models import Run
+from .sources import SOURCES
+
+router = Router(tags=["hydration"])
+
+
+class SourceOut(Schema):
+    source: str
+    enabled: bool
+    status: str
+    last_success_at: datetime | None
+    last_error: str
+    reads: list[str]
+
+
+class SourceIn(Schema):
+    enabled: bool
+
+
+class RunOut(Schema):
+    id: int
+    filesystem_id: int
+    status: str
+    stage: str
+    trigger: str
+    sources: dict
+    item_count: int
+    fact_count: int
+    verifier_rounds: int
+    violations: list
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: Decimal
+    revision_id: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class RunStartOut(Schema):
+    created: bool
+    run: RunOut
+
+
+class ItemOut(Schema):
+    id: int
+    source: str
+    external_id: str
+    author: str
+    title: str
+    reference: str
+    text: str
+    occurred_at: datetime
+
+
+def _fs(request, fs_id):
+    if not permissions.can_use_memory(request.user):
+        raise ApiError(404, "No such file system.")
+    return memory_selectors.filesystem_get(request.user, fs_id)
+
+
+def _runnable(request, fs_id):
+    fs = _fs(request, fs_id)
+    if not permissions.can_run_hydration(request.user, fs):
+        raise PermissionDenied("You may read this memory's runs but not run or configure it.")
+    return fs
+
+
+def _source_out(fs, state) -> dict:
+    return {"source": state.source, "enabled": state.enabled, "status": state.status,
+            "last_success_at": state.last_success_at, "last_error": state.last_error,
+            "reads": SOURCES[state.source].describe(fs)}
+
+
+@router.get("/filesystems/{fs_id}/sources", response=list[SourceOut])
+def sources_list(request, fs_id: int):
+    fs = _fs(request, fs_id)
+    return [_source_out(fs, s) for s in services.source_states(fs)]
+
+
+@router.put("/filesystems/{fs_id}/sources/{source}", response=SourceOut)
+def source_update(request, fs_id: int, source: str, payload: SourceIn):
+    fs = _runnable(request, fs_id)
+    if source not in SOURCES or not SOURCES[source].applies_to(fs):
+        raise ApiError(404, f"{source!r} is not a source of this memory.")
+    return _source_out(fs, services.source_set_enabled(filesystem=fs, source=source, enabled=payload.enabled))
+
+
+@router.get("/filesystems/{fs_id}/runs", response=list[RunOut])
+def runs_list(request, fs_id: int, limit: int = 20, offset: int = 0):
+    fs = _fs(request, fs_id)
+    if not (1 <= limit <= 100) or offset < 0:
+        raise ApiError(422, "limit must be 1..100 and offset at least 0.")
+    return list(selectors.runs_for(fs)[offset:offset + limit])
+
+
+@router.post("/filesystems/{fs_id}/runs", response={201: RunStartOut, 200: RunStartOut})
+def run_start(request, fs_id: int):
+    fs = _runnable(request, fs_id)
+    run, created = services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, user=request.user)
+    return Status(201 if created else 200, {"created": created, "run": run})
+
+
+@router.get("/runs/{run_id}", response=RunOut)
+def run_get(request, run_id: int):
+    if not permissions.can_use_memory(request.user):
+        raise ApiError(404, "No such file system.")
+    return selectors.run_get(request.user, run_id)
+
+
+@router.get("/runs/{run_id}/items", response=list[ItemOut])
+def run_items(request, run_id: int, limit: int = 100, offset: int = 0):
+    if not permissions.can_use_memory(request.user):
+        raise ApiError(404, "No such file system.")
+    if not (1 <= limit <= 500) or offset < 0:
+        raise ApiError(422, "limit must be 1..500 and offset at least 0.")
+    run = selectors.run_get(request.user, run_id)
+    return list(selectors.run_items(run)[offset:offset + limit])

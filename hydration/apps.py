@@ -1,0 +1,19 @@
+from django.apps import AppConfig
+
+
+class HydrationConfig(AppConfig):
+    name = "hydration"
+    verbose_name = "Memory hydration"
+
+    def ready(self):
+        from lindy import navigation, permissions, schedules
+
+        from . import offline  # noqa: F401  (registers the offline policies of both routes)
+
+        navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
+                                               permissions.can_use_memory, order=11))
+        schedules.register(schedules.Periodic(
+            name="hydration.dispatch_due", task="hydration.tasks.dispatch_due", every_seconds=300,
+            description="Starts the hydration run of every team and user memory whose 12-hour slot came "
+                        "(each file system has its own slot, so runs spread over the interval).",
+        ))

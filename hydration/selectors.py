@@ -1,0 +1,142 @@
+"""Reads of hydration, always through the permission rules."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+
+from lindy import permissions
+from memory.models import FileChange, Revision
+
+from .models import Fact, FileSource, Item, Run, SourceState
+from .sources import SOURCES
+
+
+def run_get(user, run_id) -> Run:
+    return permissions.get_visible_or_404(
+        permissions.visible_hydration_runs(user).select_related("filesystem", "filesystem__team",
+                                                                 "filesystem__owner", "revision", "triggered_by"),
+        pk=run_id,
+    )
+
+
+def runs_for(filesystem) -> QuerySet[Run]:
+    return Run.objects.filter(filesystem=filesystem).select_related("revision").order_by("-created_at", "-pk")
+
+
+def last_run(filesystem) -> Run | None:
+    return runs_for(filesystem).first()
+
+
+def active_run(filesystem) -> Run | None:
+    return Run.objects.filter(filesystem=filesystem, status__in=Run.ACTIVE).first()
+
+
+@dataclass
+class SourceRow:
+    kind: str
+    label: str
+    state: SourceState
+    reads: list[str]
+
+
+def source_rows(filesystem, states: list[SourceState]) -> list[SourceRow]:
+    return [SourceRow(s.source, s.get_source_display(), s, SOURCES[s.source].describe(filesystem)) for s in states]
+
+
+def run_items(run: Run) -> QuerySet[Item]:
+    """The items a run took in (or, when it wrote nothing yet, the ones it fetched)."""
+    items = Item.objects.filter(processed_by=run)
+    if not items.exists():
+        items = Item.objects.filter(fetched_by=run)
+    return items.order_by("occurred_at", "pk")
+
+
+def run_facts(run: Run) -> list[Fact]:
+    return list(run.facts.prefetch_related("items").order_by("position"))
+
+
+def run_for_revision(revision: Revision) -> Run | None:
+    return Run.objects.filter(revision=revision).first()
+
+
+def file_sources(run: Run) -> dict[str, list[Item]]:
+    grouped: dict[str, list[Item]] = {}
+    for row in FileSource.objects.filter(run=run).select_related("item").order_by("path", "item__occurred_at"):
+        grouped.setdefault(row.path, []).append(row.item)
+    return grouped
+
+
+# --- "Why does the assistant know this?" ------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+def _match(line: str, fact_text: str) -> float:
+    a, b = _words(line), _words(fact_text)
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+@dataclass
+class BlameLine:
+    number: int
+    text: str
+    revision_id: int | None
+    run: Run | None = None
+    items: list[Item] = field(default_factory=list)
+
+
+def blame(filesystem, path: str, content: str) -> list[BlameLine]:
+    """Each line of the file with the revision that last wrote it, and for lines a
+    hydration run wrote, the source items behind them."""
+    changes = list(FileChange.objects.filter(filesystem=filesystem, path=path)
+                   .order_by("revision_id", "pk").values_list("op", "after", "revision_id"))
+    lines: list[tuple[str, int | None]] = []
+    for op, after, revision_id in changes:
+        if op == FileChange.Op.DELETE:
+            lines = []
+            continue
+        new_lines = after.splitlines()
+        if op == FileChange.Op.MOVE and not lines:
+            lines = [(text, revision_id) for text in new_lines]
+            continue
+        matcher = difflib.SequenceMatcher(None, [t for t, _ in lines], new_lines, autojunk=False)
+        merged: list[tuple[str, int | None]] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                merged += lines[i1:i2]
+            else:
+                merged += [(text, revision_id) for text in new_lines[j1:j2]]
+        lines = merged
+    current = content.splitlines()
+    if [t for t, _ in lines] != current:  # history incomplete: attribute nothing rather than guess
+        lines = [(t, None) for t in current]
+    runs = {r.revision_id: r for r in Run.objects.filter(revision_id__in={rid for _, rid in lines if rid})}
+    facts_by_run: dict[int, list[Fact]] = {}
+    for fact in Fact.objects.filter(run__in=list(runs.values())).prefetch_related("items"):
+        facts_by_run.setdefault(fact.run_id, []).append(fact)
+    sources_by_run: dict[tuple[int, str], list[Item]] = {}
+    for row in FileSource.objects.filter(run__in=list(runs.values()), path=path).select_related("item"):
+        sources_by_run.setdefault((row.run_id, row.path), []).append(row.item)
+    result = []
+    for number, (text, revision_id) in enumerate(lines, start=1):
+        run = runs.get(revision_id)
+        items: list[Item] = []
+        if run is not None and text.strip():
+            scored = sorted(((_match(text, f.text), f) for f in facts_by_run.get(run.pk, [])), key=lambda p: -p[0])
+            best = [f for score, f in scored if score >= 0.6 and score == scored[0][0]]
+            for fact in best:
+                items += [i for i in fact.items.all() if i not in items]
+            if not items:
+                items = sources_by_run.get((run.pk, path), [])
+        result.append(BlameLine(number, text, revision_id, run, items))
+    return result

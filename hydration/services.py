@@ -1,0 +1,346 @@
+"""Hydration runs: every write of this app.
+
+    run, created = run_trigger(filesystem=fs, trigger="manual", user=request.user)
+    run_execute(run_id=run.pk)         # in a Celery worker, or synchronously
+
+A run fetches every enabled source (storing items before anything else), summarizes every
+item no revision has taken in yet, lets the memory agent work on a draft, and writes ONE
+revision when the verifier passes it. The database refuses a second live run for a file
+system; a run whose worker died loses its lease and the next trigger takes over from the
+stored items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memory import services as memory_services
+from memory.models import FileSystem
+
+from . import agent, summarizer
+from .models import Fact, FileSource, Item, Run, Schedule, SourceState
+from .sources import SOURCES, NotConnected, sources_for
+
+logger = logging.getLogger(__name__)
+Status = Run.Status
+
+
+# --- Sources ----------------------------------------------------------------------------------
+
+def source_states(filesystem: FileSystem) -> list[SourceState]:
+    """The file system's sources, one row each, created on first sight."""
+    existing = {s.source: s for s in SourceState.objects.filter(filesystem=filesystem)}
+    states = []
+    for source in sources_for(filesystem):
+        state = existing.get(source.kind)
+        if state is None:
+            state, _ = SourceState.objects.get_or_create(filesystem=filesystem, source=source.kind)
+        states.append(state)
+    return states
+
+
+def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool) -> SourceState:
+    if source not in SOURCES or not SOURCES[source].applies_to(filesystem):
+        raise ValueError(f"{source!r} is not a source of this memory.")
+    state, _ = SourceState.objects.get_or_create(filesystem=filesystem, source=source)
+    if state.enabled != enabled:
+        state.enabled = enabled
+        state.save(update_fields=["enabled"])
+    return state
+
+
+def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) -> int:
+    """Store items; an item already stored (same file system, source and external id) is
+    left as it is. Returns how many were new."""
+    rows = [
+        Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
+             title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
+             fetched_by=run)
+        for i in items
+    ]
+    before = Item.objects.filter(filesystem=filesystem, source=source).count()
+    Item.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
+    return Item.objects.filter(filesystem=filesystem, source=source).count() - before
+
+
+def _fetch_one(run: Run, state: SourceState) -> dict:
+    source = SOURCES[state.source]
+    now = timezone.now()
+    try:
+        fetched = source.fetch(run.filesystem, dict(state.cursor or {}))
+    except NotConnected as exc:
+        state.status, state.last_error, state.last_error_at = SourceState.Status.NOT_CONNECTED, str(exc), now
+        state.save(update_fields=["status", "last_error", "last_error_at"])
+        return {"status": "not_connected", "items": 0, "detail": str(exc)}
+    except Exception as exc:  # a source's failure is recorded; the others go on
+        logger.warning("hydration source %s failed for fs %s: %s", state.source, run.filesystem_id, exc)
+        message = f"{type(exc).__name__}: {exc}"[:2000]
+        state.status, state.last_error, state.last_error_at = SourceState.Status.ERROR, message, now
+        state.save(update_fields=["status", "last_error", "last_error_at"])
+        return {"status": "error", "items": 0, "error": message}
+    with transaction.atomic():
+        new = items_store(filesystem=run.filesystem, source=state.source, items=fetched.items, run=run)
+        # The cursor moves only once the items it covers are stored.
+        state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
+        state.save(update_fields=["cursor", "status", "last_success_at"])
+    return {"status": "ok", "items": new, "fetched": len(fetched.items)}
+
+
+# --- Runs -------------------------------------------------------------------------------------
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.HYDRATION_RUN_LEASE_SECONDS)
+
+
+def runs_expire(*, filesystem: FileSystem | None = None) -> int:
+    """Mark live runs whose worker stopped renewing their lease as interrupted."""
+    now = timezone.now()
+    stale = Run.objects.filter(status__in=Run.ACTIVE, lease_until__lt=now)
+    if filesystem is not None:
+        stale = stale.filter(filesystem=filesystem)
+    return stale.update(status=Status.INTERRUPTED, finished_at=now,
+                        error="The worker stopped before finishing; the next run picks up its stored items.")
+
+
+def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: bool = True) -> tuple[Run, bool]:
+    """A new queued run, or the live one when there is one already (created=False)."""
+    runs_expire(filesystem=filesystem)
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                run = Run.objects.create(filesystem=filesystem, trigger=trigger, triggered_by=user,
+                                         status=Status.QUEUED, stage="Waiting for a worker",
+                                         lease_until=timezone.now() + _lease())
+            break
+        except IntegrityError:
+            active = Run.objects.filter(filesystem=filesystem, status__in=Run.ACTIVE).first()
+            if active is not None:
+                return active, False
+            if attempt == 2:  # the live run kept finishing in between: give up loudly
+                raise
+    if enqueue:
+        from . import tasks
+
+        transaction.on_commit(lambda: tasks.hydrate.delay(run.pk))
+    return run, True
+
+
+def _claim(run_id: int) -> Run | None:
+    now = timezone.now()
+    from django.db.models import F, Q
+
+    claimed = Run.objects.filter(
+        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_until__lt=now), pk=run_id,
+    ).update(status=Status.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease(),
+             started_at=now, stage="Starting")
+    if not claimed:
+        return None
+    return Run.objects.select_related("filesystem", "filesystem__team", "filesystem__owner").get(pk=run_id)
+
+
+class _Progress:
+    """Keeps the run's stage, usage and lease up to date as it goes."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def stage(self, text: str) -> None:
+        run = self.run
+        run.stage = text[:200]
+        run.lease_until = timezone.now() + _lease()
+        Run.objects.filter(pk=run.pk, attempts=run.attempts).update(
+            stage=run.stage, lease_until=run.lease_until, sources=run.sources, model_calls=run.model_calls,
+            input_tokens=run.input_tokens, output_tokens=run.output_tokens, cost=run.cost,
+        )
+
+    def call(self, completion) -> None:
+        run = self.run
+        run.model_calls += 1
+        run.input_tokens += completion.usage.input_tokens + completion.usage.cache_read_tokens
+        run.output_tokens += completion.usage.output_tokens
+        run.cost = Decimal(run.cost) + Decimal(completion.cost or 0)
+
+
+def _scope(fs: FileSystem) -> str:
+    return f"the {fs.team.name} team" if fs.kind == FileSystem.Kind.TEAM else f"the user {fs.owner.email}"
+
+
+def _actors(fs: FileSystem):
+    if fs.kind == FileSystem.Kind.TEAM:
+        return None, fs.team
+    return fs.owner, None
+
+
+def _finish(run: Run, status: str, **fields) -> Run:
+    # A worker whose run was taken over (lease expired, another attempt claimed it) writes nothing.
+    if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
+        run.refresh_from_db()
+        return run
+    run.status = status
+    run.finished_at = timezone.now()
+    run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
+                 Status.NEEDS_ATTENTION: "Stopped: the verifier never passed the draft",
+                 Status.FAILED: "Failed"}.get(status, status)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.save()
+    return run
+
+
+def _mark_processed(run: Run, item_ids: list[int]) -> None:
+    Item.objects.filter(pk__in=item_ids, processed_by__isnull=True).update(processed_by=run)
+
+
+def run_execute(*, run_id: int) -> Run | None:
+    """Do the run if it is still to be done (idempotent: a duplicate delivery does nothing)."""
+    run = _claim(run_id)
+    if run is None:
+        return None
+    progress = _Progress(run)
+    try:
+        return _pipeline(run, progress)
+    except Exception as exc:
+        logger.exception("hydration run %s failed", run.pk)
+        return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _pipeline(run: Run, progress: _Progress) -> Run:
+    fs = run.filesystem
+    user, team = _actors(fs)
+    run.sources = {}
+    for state in source_states(fs):
+        if not state.enabled:
+            run.sources[state.source] = {"status": "off", "items": 0}
+            continue
+        progress.stage(f"Fetching {SOURCES[state.source].kind}")
+        run.sources[state.source] = _fetch_one(run, state)
+    progress.stage("Collecting new items")
+
+    pending = list(Item.objects.filter(filesystem=fs, processed_by__isnull=True)
+                   .order_by("occurred_at", "pk")[: settings.HYDRATION_MAX_ITEMS_PER_RUN])
+    run.item_count = len(pending)
+    if not pending:
+        return _finish(run, Status.NO_CHANGES)
+
+    progress.stage(f"Summarizing {len(pending)} item(s)")
+    summary = summarizer.summarize(pending, scope=_scope(fs), user=user, team=team, on_call=progress.call)
+    run.facts.all().delete()
+    by_id = {item.pk: item for item in pending}
+    for position, fact in enumerate(summary.facts):
+        row = Fact.objects.create(run=run, position=position, kind=fact["kind"], text=fact["text"])
+        row.items.set([by_id[i] for i in fact["item_ids"] if i in by_id])
+    run.fact_count = len(summary.facts)
+    if not summary.facts:
+        _mark_processed(run, list(by_id))
+        return _finish(run, Status.NO_CHANGES)
+
+    progress.stage(f"Memory agent: working on {len(summary.facts)} fact(s)")
+    result = agent.run_agent(filesystem=fs, facts=summary.facts, scope=_scope(fs), user=user, team=team,
+                             on_call=progress.call, on_progress=progress.stage)
+    run.verifier_rounds = result.rounds
+    run.agent_message = result.message[:5000]
+    if not result.passed:
+        # The live file system is untouched; the items wait for the next run.
+        return _finish(run, Status.NEEDS_ATTENTION, violations=result.violations)
+    if not result.draft.changes:
+        _mark_processed(run, list(by_id))
+        return _finish(run, Status.NO_CHANGES, violations=[])
+
+    progress.stage("Writing the revision")
+    return _commit(run, result, list(by_id))
+
+
+def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
+    fs = run.filesystem
+    message = f"Hydration run {run.pk}: " + (result.message.splitlines()[0] if result.message else "memory agent update")
+    try:
+        with transaction.atomic():
+            # A run whose lease another trigger took over must not write anything.
+            current = Run.objects.select_for_update().get(pk=run.pk)
+            if current.status != Status.RUNNING or current.attempts != run.attempts:
+                raise _Superseded()
+            revision = memory_services.changes_apply(
+                filesystem=fs, changes=result.draft.changes, author_kind=memory_services.AuthorKind.MEMORY_AGENT,
+                message=message[:500], source_kind="hydration_run", source_id=str(run.pk),
+            )
+            _mark_processed(run, item_ids)
+            valid = set(item_ids) | set(Item.objects.filter(filesystem=fs, pk__in={
+                i for ids in result.draft.sources.values() for i in ids}).values_list("pk", flat=True))
+            FileSource.objects.bulk_create(
+                [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
+                 for i in sorted(ids) if i in valid],
+                ignore_conflicts=True,
+            )
+            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[])
+    except _Superseded:
+        run.refresh_from_db()
+        return run
+    except memory_services.VerificationFailed as exc:
+        return _finish(run, Status.NEEDS_ATTENTION, violations=[v.as_dict() for v in exc.violations])
+    except memory_services.InvalidChange as exc:
+        if "Nothing changed" in exc.message:
+            _mark_processed(run, item_ids)
+            return _finish(run, Status.NO_CHANGES)
+        return _finish(run, Status.FAILED, error=exc.message)
+    except memory_services.MemoryWriteError as exc:
+        return _finish(run, Status.FAILED, error=f"{exc.message} The next run starts from the new files.")
+
+
+class _Superseded(Exception):
+    pass
+
+
+def run_now_sync(*, filesystem: FileSystem, trigger: str = Run.Trigger.COMMAND, user=None) -> Run:
+    """Trigger and execute in this process (manage.py hydrate, the demo)."""
+    run, created = run_trigger(filesystem=filesystem, trigger=trigger, user=user, enqueue=False)
+    if not created and run.status == Status.RUNNING:
+        return run
+    done = run_execute(run_id=run.pk)
+    return done or Run.objects.get(pk=run.pk)
+
+
+# --- Schedule ---------------------------------------------------------------------------------
+
+def _slot(fs_id: int, interval: int) -> int:
+    """A stable offset within the interval for one file system, spreading runs evenly."""
+    digest = hashlib.sha256(f"hydration:{fs_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % interval
+
+
+def _first_due(fs_id: int, now, interval: int):
+    epoch = int(now.timestamp())
+    start = epoch - epoch % interval + _slot(fs_id, interval)
+    if start <= epoch:
+        start += interval
+    return now + timedelta(seconds=start - epoch)
+
+
+def schedule_dispatch(*, now=None) -> list[int]:
+    """Trigger every file system whose slot came; returns the runs created."""
+    now = now or timezone.now()
+    interval = settings.HYDRATION_INTERVAL_SECONDS
+    runs_expire()
+    missing = FileSystem.objects.filter(hydration_schedule__isnull=True).values_list("pk", flat=True)
+    Schedule.objects.bulk_create([Schedule(filesystem_id=pk, next_run_at=_first_due(pk, now, interval))
+                                  for pk in missing], ignore_conflicts=True)
+    created = []
+    due = Schedule.objects.filter(next_run_at__lte=now).select_related("filesystem")[:1000]
+    for schedule in due:
+        step = timedelta(seconds=interval)
+        next_at = schedule.next_run_at
+        while next_at <= now:
+            next_at += step
+        # Claim the slot first, so two dispatchers never both trigger it.
+        if not Schedule.objects.filter(pk=schedule.pk, next_run_at=schedule.next_run_at).update(next_run_at=next_at):
+            continue
+        run, was_created = run_trigger(filesystem=schedule.filesystem, trigger=Run.Trigger.SCHEDULE)
+        if was_created:
+            created.append(run.pk)
+    return created

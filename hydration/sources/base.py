@@ -1,0 +1,54 @@
+"""The one interface every hydration source implements.
+
+A source is given a file system and the cursor its last successful fetch returned, and
+answers "what happened since?" as items plus the cursor to start from next time:
+
+    class Meetings(Source):
+        kind = "meetings"
+        def fetch(self, filesystem, cursor) -> Fetched: ...
+
+Raise `NotConnected` when the source cannot run for this file system yet (no account, no
+token): that is a status for people to act on, not an error to retry. Any other exception
+is a failure: recorded, the cursor stays, and the next run tries again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class NotConnected(Exception):
+    """The source has nothing to read from for this file system (e.g. no Gmail account)."""
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    external_id: str
+    text: str
+    occurred_at: datetime
+    author: str = ""
+    title: str = ""
+    reference: str = ""
+
+
+@dataclass
+class Fetched:
+    items: list[SourceItem] = field(default_factory=list)
+    cursor: dict = field(default_factory=dict)
+
+
+class Source:
+    kind: str = ""
+    # Which file systems the source feeds: {"user"}, {"team"} or both.
+    scopes: frozenset[str] = frozenset({"user", "team"})
+
+    def applies_to(self, filesystem) -> bool:
+        return filesystem.kind in self.scopes
+
+    def fetch(self, filesystem, cursor: dict) -> Fetched:
+        raise NotImplementedError
+
+    def describe(self, filesystem) -> list[str]:
+        """What this source reads for the file system, in words for the sources page."""
+        return []

@@ -1,0 +1,91 @@
+"""Slack, through slack_sdk: only channels the assistant was explicitly added to and that
+are switched on for memory (a user's private channels for their memory, public channels for
+the team's). `conversations.history` from each channel's cursor, every page, honouring
+Slack's 429 Retry-After."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.conf import settings
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from channels_app.selectors import memory_channels_for_team, memory_channels_for_user
+
+from .base import Fetched, NotConnected, Source, SourceItem
+
+PAGE_SIZE = 200
+MAX_PAGES_PER_CHANNEL = 50
+SKIPPED_SUBTYPES = {"channel_join", "channel_leave", "bot_add", "bot_remove", "channel_purpose", "channel_topic"}
+
+
+def client_for(token: str) -> WebClient:
+    client = WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=settings.HYDRATION_HTTP_TIMEOUT)
+    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=settings.HYDRATION_SLACK_MAX_RETRIES))
+    return client
+
+
+def permalink(workspace_url: str, channel_id: str, ts: str) -> str:
+    if not workspace_url:
+        return ""
+    return f"{workspace_url.rstrip('/')}/archives/{channel_id}/p{ts.replace('.', '')}"
+
+
+class SlackSource(Source):
+    kind = "slack"
+
+    def channels(self, filesystem):
+        if filesystem.kind == "team":
+            channels = memory_channels_for_team(filesystem.team)
+        else:
+            channels = memory_channels_for_user(filesystem.owner)
+        return list(channels.select_related("installation").order_by("channel_id"))
+
+    def fetch(self, filesystem, cursor: dict) -> Fetched:
+        channels = self.channels(filesystem)
+        if not channels:
+            raise NotConnected("No Slack channel is switched on for this memory.")
+        with_token = [c for c in channels if c.installation and c.installation.bot_token]
+        if not with_token:
+            raise NotConnected("Slack is not installed with a bot token for these channels.")
+        latest: dict = dict(cursor.get("channels") or {})
+        workspace_urls: dict[int, str] = {}
+        items: list[SourceItem] = []
+        for channel in with_token:
+            installation = channel.installation
+            client = client_for(installation.bot_token)
+            if installation.pk not in workspace_urls:
+                workspace_urls[installation.pk] = client.auth_test().get("url", "")
+            oldest = latest.get(channel.channel_id, "0")
+            newest = oldest
+            page_cursor = None
+            for _ in range(MAX_PAGES_PER_CHANNEL):
+                response = client.conversations_history(
+                    channel=channel.channel_id, oldest=oldest, limit=PAGE_SIZE, cursor=page_cursor,
+                )
+                for message in response.get("messages", []):
+                    ts = message.get("ts", "")
+                    text = (message.get("text") or "").strip()
+                    if not ts or not text or message.get("subtype") in SKIPPED_SUBTYPES:
+                        continue
+                    if float(ts) > float(newest):
+                        newest = ts
+                    items.append(SourceItem(
+                        external_id=f"{channel.slack_team_id}:{channel.channel_id}:{ts}",
+                        author=message.get("user") or message.get("username") or message.get("bot_id", ""),
+                        title=f"#{channel.name or channel.channel_id}",
+                        reference=permalink(workspace_urls[installation.pk], channel.channel_id, ts),
+                        occurred_at=datetime.fromtimestamp(float(ts), tz=UTC),
+                        text=f"#{channel.name or channel.channel_id}: {text}",
+                    ))
+                page_cursor = (response.get("response_metadata") or {}).get("next_cursor")
+                if not response.get("has_more") or not page_cursor:
+                    break
+            latest[channel.channel_id] = newest
+        items.sort(key=lambda item: item.occurred_at)
+        return Fetched(items=items, cursor={"channels": latest})
+
+    def describe(self, filesystem) -> list[str]:
+        return [f"#{c.name or c.channel_id}" + ("" if c.installation and c.installation.bot_token else " (no bot token)")
+                for c in self.channels(filesystem)]

@@ -1,0 +1,24 @@
+"""Celery tasks: thin wrappers over hydration.services, passing ids."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import OperationalError
+
+from . import services
+
+# Below the run lease (HYDRATION_RUN_LEASE_SECONDS, 30 min by default): a run is killed before
+# another trigger may consider its worker gone.
+RUN_TIME_LIMIT = 1500
+
+
+@shared_task(name="hydration.tasks.hydrate", acks_late=True, autoretry_for=(OperationalError,), max_retries=3,
+             retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
+def hydrate(run_id: int) -> str:
+    run = services.run_execute(run_id=run_id)
+    return run.status if run else "skipped"
+
+
+@shared_task(name="hydration.tasks.dispatch_due", acks_late=True, time_limit=300, soft_time_limit=240)
+def dispatch_due() -> int:
+    return len(services.schedule_dispatch())

@@ -1,0 +1,101 @@
+"""Debounce with a real Celery worker on Redis: one bundle ~3 s after the last message, and a
+worker killed mid-window loses nothing and answers nothing twice."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.test import Client, override_settings
+
+from channels_app.models import InboundBundle, InboundMessage
+from tests.channels_app import recorder
+from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
+from tests.factories import UserFactory
+from tests.fakes.linq import FakeLinq, message_received, signed
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
+
+
+@pytest.fixture
+def wiring(monkeypatch):
+    """The worker is another process: it reads the handler and the provider from its environment."""
+    with FakeLinq() as linq:
+        env = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
+               "CHANNELS_DEBOUNCE_SECONDS": "3"}
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
+                               CHANNELS_DEBOUNCE_SECONDS=3):
+            recorder.reset()
+            yield linq
+            recorder.reset()
+
+
+def send(profile, line, text):
+    body, headers = signed(message_received(sender=profile.phone, line=line.phone, text=text, chat_id="chat-w"))
+    response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
+    assert response.status_code == 200, response.content
+    return time.time()
+
+
+def wait_for_calls(count: int, timeout: float) -> list[dict]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        calls = recorder.calls()
+        if len(calls) >= count:
+            return calls
+        time.sleep(0.1)
+    return recorder.calls()
+
+
+def _people():
+    user = UserFactory(email="texter@example.test")
+    line = SendingNumberFactory(phone="+14155550100")
+    profile = TextingProfileFactory(user=user, phone="+16505550001", number=line)
+    return user, line, profile
+
+
+def test_three_messages_one_second_apart_make_one_bundle(celery_worker_process, wiring):
+    user, line, profile = _people()
+    celery_worker_process.start()
+    send(profile, line, "hey")
+    time.sleep(1)
+    send(profile, line, "what's my day look like?")
+    time.sleep(1)
+    last = send(profile, line, "also what's the weather in SF?")
+
+    calls = wait_for_calls(1, timeout=15)
+    assert len(calls) == 1, celery_worker_process.log()
+    call = calls[0]
+    assert call["user"] == user.email
+    assert call["conversation_ref"] == "imessage:chat-w"
+    assert [m["text"] for m in call["messages"]] == [
+        "hey", "what's my day look like?", "also what's the weather in SF?",
+    ]
+    assert 2.8 <= call["at"] - last <= 5.0, call["at"] - last
+    time.sleep(2)
+    assert len(recorder.calls()) == 1  # the earlier windows' tasks found nothing to do
+    assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHED
+    assert wiring.typing("POST"), "typing starts when the bundle is dispatched"
+
+
+def test_worker_killed_between_arrival_and_dispatch_loses_nothing(celery_worker_process, wiring):
+    _, line, profile = _people()
+    celery_worker_process.start()
+    send(profile, line, "first")
+    time.sleep(0.5)
+    send(profile, line, "second")
+    time.sleep(0.5)
+    celery_worker_process.kill()  # it holds both countdown tasks, unacknowledged
+    time.sleep(3)  # the window closes while no worker runs
+    assert recorder.calls() == []
+    assert InboundMessage.objects.filter(bundle__isnull=True).count() == 2  # stored, waiting
+
+    celery_worker_process.start()
+    calls = wait_for_calls(1, timeout=20)
+    assert len(calls) == 1, celery_worker_process.log()
+    assert [m["text"] for m in calls[0]["messages"]] == ["first", "second"]
+    time.sleep(3)
+    assert len(recorder.calls()) == 1
+    assert InboundBundle.objects.count() == 1

@@ -1,0 +1,365 @@
+"""iMessage and SMS: signed webhooks, de-duplication, debounce claims, sends with fallback,
+caps, sticky numbers, users-text-first."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.test import Client, override_settings
+from django.utils import timezone
+
+from channels_app import services
+from channels_app.models import (
+    Channel,
+    Conversation,
+    InboundBundle,
+    InboundMessage,
+    NumberDay,
+    OutboundMessage,
+    TextingProfile,
+    WebhookEvent,
+)
+from tests.channels_app import recorder
+from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
+from tests.fakes import linq as linq_fake
+from tests.fakes import twilio_api
+from tests.fakes.linq import FakeLinq, message_received, reaction_added, signed
+from tests.fakes.twilio_api import FakeTwilio, inbound_params
+
+IMESSAGE_URL = "/channels/imessage/webhook"
+SMS_URL = "/channels/sms/webhook"
+
+
+@pytest.fixture
+def linq():
+    with FakeLinq() as fake, override_settings(**fake.settings()):
+        yield fake
+
+
+@pytest.fixture
+def twilio():
+    with FakeTwilio() as fake, override_settings(**fake.settings()):
+        yield fake
+
+
+@pytest.fixture
+def handler():
+    recorder.CALLS.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
+        yield recorder.CALLS
+
+
+@pytest.fixture
+def line(db):
+    return SendingNumberFactory(phone="+14155550100", daily_cap=3)
+
+
+@pytest.fixture
+def sms_line(db):
+    return SendingNumberFactory(phone="+14155550199", kind=Channel.SMS, daily_cap=100)
+
+
+def post_linq(payload, **kwargs):
+    body, headers = signed(payload, **kwargs)
+    return Client().post(IMESSAGE_URL, body, content_type="application/json", **headers)
+
+
+def post_twilio(params, *, url="http://testserver" + SMS_URL, token=twilio_api.AUTH_TOKEN):
+    sig = twilio_api.signature(url, params, token)
+    return Client().post(SMS_URL, params, HTTP_X_TWILIO_SIGNATURE=sig)
+
+
+def close_window(conversation):
+    Conversation.objects.filter(pk=conversation.pk).update(deadline=timezone.now() - timedelta(seconds=1))
+
+
+# --- Inbound webhooks ------------------------------------------------------------------------
+
+def test_imessage_inbound_is_stored_and_opens_the_thread(cast, linq, line):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", first_texted_at=None, number=None)
+    response = post_linq(message_received(sender="+16505550001", line=line.phone, text="hey", chat_id="chat-9"))
+    assert response.status_code == 200
+    message = InboundMessage.objects.get()
+    assert (message.text, message.channel, message.profile, message.number) == ("hey", "imessage", profile, line)
+    profile.refresh_from_db()
+    assert profile.first_texted_at is not None
+    assert profile.number == line  # the line they texted is theirs
+    assert profile.chat_id == "chat-9" and profile.imessage_capable is True
+    conversation = Conversation.objects.get(profile=profile)
+    assert conversation.deadline > timezone.now()
+    assert NumberDay.objects.get(number=line).received == 1
+
+
+def test_duplicate_event_id_is_processed_once(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="hi", event_id="evt-1")
+    assert post_linq(payload).json() == {"status": "stored"}
+    assert post_linq(payload).json() == {"status": "duplicate"}
+    assert InboundMessage.objects.count() == 1
+    assert NumberDay.objects.get(number=line).received == 1
+
+
+@pytest.mark.parametrize("tamper", ["secret", "stale", "body", "missing"])
+def test_bad_imessage_signatures_get_401_and_change_nothing(cast, linq, line, tamper):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="hi")
+    if tamper == "secret":
+        body, headers = signed(payload, secret="wrong")
+    elif tamper == "stale":
+        body, headers = signed(payload, timestamp=int(time.time()) - 301)
+    elif tamper == "body":
+        body, headers = signed(payload)
+        body = body.replace(b"hi", b"yo")
+    else:
+        body, headers = signed(payload)
+        headers = {}
+    response = Client().post(IMESSAGE_URL, body, content_type="application/json", **headers)
+    assert response.status_code == 401
+    assert not InboundMessage.objects.exists() and not WebhookEvent.objects.exists()
+
+
+def test_imessage_webhook_rejects_everything_without_a_secret(cast, line):
+    with override_settings(LINQ_WEBHOOK_SECRET=""):
+        body, headers = signed(message_received(sender="+16505550001", line=line.phone, text="hi"), secret="")
+        assert Client().post(IMESSAGE_URL, body, content_type="application/json", **headers).status_code == 401
+    assert not InboundMessage.objects.exists()
+
+
+def test_malformed_imessage_bodies_get_400(linq, db):
+    body = b"{not json"
+    ts = str(int(time.time()))
+    headers = {"HTTP_X_WEBHOOK_TIMESTAMP": ts, "HTTP_X_WEBHOOK_SIGNATURE": linq_fake.sign(body, ts)}
+    assert Client().post(IMESSAGE_URL, body, content_type="application/json", **headers).status_code == 400
+    body2, headers2 = signed({"event_type": "message.received"})  # no event_id
+    assert Client().post(IMESSAGE_URL, body2, content_type="application/json", **headers2).status_code == 400
+    body3, headers3 = signed([1, 2])
+    assert Client().post(IMESSAGE_URL, body3, content_type="application/json", **headers3).status_code == 400
+    assert not InboundMessage.objects.exists()
+
+
+def test_sms_inbound_with_twilio_signature(cast, twilio, sms_line):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", first_texted_at=None)
+    params = inbound_params(sender="+16505550001", to=sms_line.phone, body="are you there?")
+    response = post_twilio(params)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/xml")
+    message = InboundMessage.objects.get()
+    assert (message.channel, message.text) == ("sms", "are you there?")
+    profile.refresh_from_db()
+    assert profile.first_texted_at is not None and profile.sms_number == sms_line
+    assert post_twilio(params).status_code == 200  # Twilio retry
+    assert InboundMessage.objects.count() == 1
+
+
+def test_bad_twilio_signatures_get_403(cast, twilio, sms_line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    params = inbound_params(sender="+16505550001", to=sms_line.phone, body="hi")
+    assert post_twilio(params, token="wrong-token").status_code == 403
+    assert post_twilio(params, url="http://evil.example/channels/sms/webhook").status_code == 403
+    assert Client().post(SMS_URL, params).status_code == 403
+    sig = twilio_api.signature("http://testserver" + SMS_URL, params)
+    tampered = dict(params, Body="send money")
+    assert Client().post(SMS_URL, tampered, HTTP_X_TWILIO_SIGNATURE=sig).status_code == 403
+    with override_settings(TWILIO_AUTH_TOKEN=""):
+        assert post_twilio(params).status_code == 403
+    assert not InboundMessage.objects.exists()
+
+
+# --- Debounce claims -------------------------------------------------------------------------
+
+def test_window_reset_then_one_bundle_in_order_with_reactions_and_images(cast, linq, line, handler):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    media = [{"type": "media", "id": "att-1", "filename": "plans.jpg", "mime_type": "image/jpeg",
+              "size_bytes": 10, "url": linq.url + "/media/plans.jpg"}]
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="hey", chat_id="c1"))
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="what's my day", chat_id="c1", media=media))
+    post_linq(reaction_added(sender=profile.phone, chat_id="c1", reaction_type="love"))
+    conversation = Conversation.objects.get(profile=profile)
+    assert conversation.version == 3
+
+    outcome, wait = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome == "wait" and 0 < wait <= 3
+
+    close_window(conversation)
+    outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome == "dispatch"
+    assert services.debounce_fire(conversation_id=conversation.pk) == ("nothing", 0)  # nothing left to claim
+    assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
+    assert services.bundle_dispatch(bundle_id=bundle_id) == "already"  # never twice
+
+    assert len(handler) == 1
+    call = handler[0]
+    assert call["user"] == cast.member and call["channel"] == "imessage"
+    assert call["conversation_ref"] == "imessage:c1"
+    assert [m["text"] for m in call["messages"]] == ["hey", "what's my day", ""]
+    assert call["messages"][1]["attachments"][0]["filename"] == "plans.jpg"
+    assert call["messages"][2]["reaction"]["type"] == "love"
+    # The typing bubble starts when the bundle goes to the agent.
+    assert [r.path for r in linq.typing("POST")] == ["/v3/chats/c1/typing"]
+    assert Conversation.objects.get(pk=conversation.pk).typing_since is not None
+
+
+def test_failed_dispatch_is_retried_not_lost(cast, linq, line):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="hello"))
+    conversation = Conversation.objects.get(profile=profile)
+    close_window(conversation)
+    _, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.failing"), pytest.raises(RuntimeError):
+        services.bundle_dispatch(bundle_id=bundle_id)
+    assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.CLAIMED
+    recorder.CALLS.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
+        assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
+    assert [m["text"] for m in recorder.CALLS[0]["messages"]] == ["hello"]
+
+
+def test_attachments_are_copied_from_the_expiring_url(cast, linq, line, tmp_path):
+    from tests.fakes.http import Reply
+
+    linq.default("GET", "/media/plans.jpg", Reply(200, b"\xff\xd8jpegbytes"))
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    media = [{"type": "media", "id": "att-1", "filename": "plans.jpg", "mime_type": "image/jpeg",
+              "size_bytes": 11, "url": linq.url + "/media/plans.jpg"}]
+    post_linq(message_received(sender=profile.phone, line=line.phone, media=media))
+    attachment = InboundMessage.objects.get().attachments.get()
+    with override_settings(CHANNELS_MEDIA_ROOT=tmp_path):
+        assert services.attachment_store(attachment_id=attachment.pk) is True
+        assert services.attachment_store(attachment_id=attachment.pk) is False
+    attachment.refresh_from_db()
+    assert (tmp_path / attachment.stored_path).read_bytes() == b"\xff\xd8jpegbytes"
+
+
+def test_unknown_sender_is_stored_but_not_dispatched(linq, line, handler):
+    post_linq(message_received(sender="+19995550000", line=line.phone, text="who is this"))
+    message = InboundMessage.objects.get()
+    assert message.profile is None and message.conversation is None
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 0}
+
+
+# --- Sending -----------------------------------------------------------------------------------
+
+def test_user_who_never_texted_is_refused(cast, linq, twilio, line):
+    TextingProfileFactory(user=cast.member, number=line, first_texted_at=None)
+    result = services.user_message_send(user=cast.member, body="Hi! I'm Lindy.")
+    assert result["status"] == "refused" and not result["sent"]
+    result2 = services.user_message_send(user=cast.admin, body="Hello")  # no phone at all
+    assert result2["status"] == "refused"
+    assert not linq.sends() and not twilio.sends()
+    assert OutboundMessage.objects.filter(status="refused").count() == 2
+
+
+def test_reply_goes_by_imessage_and_stops_typing(cast, linq, twilio, line):
+    profile = TextingProfileFactory(user=cast.member, number=line, chat_id="c1", imessage_capable=True,
+                                    capability_checked_at=timezone.now())
+    Conversation.objects.create(profile=profile, typing_since=timezone.now())
+    result = services.user_message_send(user=cast.member, body="Your day: 3 meetings.")
+    assert result["sent"] and result["channel"] == "imessage" and result["fallback"] == ""
+    assert linq.sends()[0].path == "/v3/chats/c1/messages"
+    assert linq.sends()[0].json["message"]["parts"] == [{"type": "text", "value": "Your day: 3 meetings."}]
+    assert linq.typing("DELETE")
+    assert Conversation.objects.get(profile=profile).typing_since is None
+    assert NumberDay.objects.get(number=line).sent == 1
+    assert not twilio.sends()
+
+
+def test_first_reply_creates_the_chat(cast, linq, twilio, line):
+    linq.imessage_capable.add("+16505550001")
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    result = services.user_message_send(user=cast.member, body="Hello back")
+    assert result["sent"] and result["channel"] == "imessage"
+    request = linq.requests_to("POST", "/v3/chats")[0]
+    assert request.json["from"] == line.phone and request.json["to"] == ["+16505550001"]
+    assert TextingProfile.objects.get(user=cast.member).chat_id
+
+
+def test_imessage_failure_falls_back_to_sms_and_is_recorded(cast, linq, twilio, line, sms_line):
+    linq.fail_sends = True
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    result = services.user_message_send(user=cast.member, body="Fallback please")
+    assert result["sent"] and result["channel"] == "sms" and result["fallback"] == "imessage_failed"
+    form = twilio.sends()[0].form
+    assert (form["To"], form["From"], form["Body"]) == ("+16505550001", sms_line.phone, "Fallback please")
+    day = NumberDay.objects.get(number=line)
+    assert (day.sent, day.fallbacks) == (0, 1)  # the reserved iMessage slot was given back
+    assert NumberDay.objects.get(number=sms_line).sent == 1
+
+
+def test_non_imessage_handset_goes_by_sms(cast, linq, twilio, line, sms_line):
+    TextingProfileFactory(user=cast.member, phone="+16505550002", number=line)  # capability unknown: checked
+    result = services.user_message_send(user=cast.member, body="Hi Android")
+    assert result["channel"] == "sms" and result["fallback"] == "not_imessage"
+    assert linq.requests_to("POST", "/v3/capability/check_imessage")
+    assert not linq.sends()
+    services.user_message_send(user=cast.member, body="Again")
+    assert len(linq.requests_to("POST", "/v3/capability/check_imessage")) == 1  # answer cached
+
+
+def test_capped_number_sends_nothing_more_and_falls_back(cast, linq, twilio, line, sms_line):
+    TextingProfileFactory(user=cast.member, number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    results = [services.user_message_send(user=cast.member, body=f"msg {i}") for i in range(5)]
+    assert [r["channel"] for r in results] == ["imessage"] * 3 + ["sms"] * 2
+    assert [r["fallback"] for r in results[3:]] == ["cap", "cap"]
+    assert len(linq.sends()) == 3
+    day = NumberDay.objects.get(number=line)
+    assert (day.sent, day.capped, day.fallbacks) == (3, 2, 2)
+    assert OutboundMessage.objects.filter(fallback_reason="cap", status="sent").count() == 2
+
+
+def test_no_fallback_line_left_is_recorded_as_failed(cast, linq, twilio, line):
+    TextingProfileFactory(user=cast.member, number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    linq.fail_sends = True
+    result = services.user_message_send(user=cast.member, body="nowhere to go")
+    assert result["status"] == "failed" and not result["sent"]
+    assert OutboundMessage.objects.get().status == "failed"
+
+
+def test_sms_requested_explicitly(cast, linq, twilio, line, sms_line):
+    TextingProfileFactory(user=cast.member, number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    result = services.user_message_send(user=cast.member, body="by sms", channel="sms")
+    assert result["channel"] == "sms" and result["fallback"] == "requested"
+    assert not NumberDay.objects.filter(number=line, fallbacks__gt=0).exists()
+    with pytest.raises(ValueError):
+        services.user_message_send(user=cast.member, body="x", channel="fax")
+    with pytest.raises(ValueError):
+        services.user_message_send(user=cast.member, body="   ")
+
+
+# --- Pool --------------------------------------------------------------------------------------
+
+def test_new_users_get_the_healthiest_line_and_keep_the_one_they_text(cast, db):
+    busy = SendingNumberFactory(daily_cap=100)
+    calm = SendingNumberFactory(daily_cap=100)
+    spammy = SendingNumberFactory(daily_cap=100)
+    services.stat_add(number=busy, field="sent", amount=80)
+    services.stat_add(number=busy, field="received", amount=80)
+    services.stat_add(number=spammy, field="sent", amount=5, day=timezone.localdate() - timedelta(days=1))
+    services.stat_add(number=calm, field="received", amount=10, day=timezone.localdate() - timedelta(days=1))
+    services.stat_add(number=calm, field="sent", amount=10, day=timezone.localdate() - timedelta(days=1))
+    assert services.healthiest_number() == calm
+
+    profile = services.profile_register(user=cast.member, phone="(650) 555-0123")
+    assert profile.phone == "+16505550123" and profile.number == calm
+    # They text another line first: that line is theirs from now on.
+    services.inbound_store(channel="imessage", provider_id="e1", from_phone="+16505550123", to_phone=spammy.phone,
+                           text="hi")
+    profile.refresh_from_db()
+    assert profile.number == spammy
+    services.inbound_store(channel="imessage", provider_id="e2", from_phone="+16505550123", to_phone=busy.phone,
+                           text="hi again")
+    profile.refresh_from_db()
+    assert profile.number == spammy  # sticky
+
+
+def test_phone_validation(cast):
+    with pytest.raises(ValueError):
+        services.profile_register(user=cast.member, phone="call me")
+    services.profile_register(user=cast.member, phone="+44 20 7946 0958")
+    with pytest.raises(ValueError):
+        services.profile_register(user=cast.admin, phone="+442079460958")  # someone else's

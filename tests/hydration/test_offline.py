@@ -1,0 +1,71 @@
+"""The offline policies of memory.summarize and memory.agent: deterministic rules that let
+the demo hydrate with no network."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from hydration import offline, services
+from hydration.models import Run
+from lindy import services as core
+from memory.models import MemoryFile
+
+from .helpers import team_fs
+
+
+def test_sentences_are_classified_by_cues():
+    assert offline.classify("We always deploy to staging before prod.") == "procedural"
+    assert offline.classify("Every Friday at 9am send the weekly report.") == "procedural"
+    assert offline.classify("Never schedule interviews on Fridays.") == "procedural"
+    assert offline.classify("Shipped the new onboarding flow on Tuesday.") == "episodic"
+    assert offline.classify("Initech is our biggest customer.") == "semantic"
+
+
+def test_plan_routes_facts_to_procedures_people_companies_and_master():
+    facts = [
+        {"kind": "procedural", "text": "We always deploy to staging before prod.", "item_ids": [1]},
+        {"kind": "semantic", "text": "Initech is our biggest customer; their CTO is Jane Park.", "item_ids": [2]},
+        {"kind": "episodic", "text": "An invoice arrived from Northwind today.", "item_ids": [3]},
+    ]
+    plan = offline.plan(facts)
+    assert set(plan) == {"procedures.md", "master.md", "journal.md", "people/jane-park.md",
+                         "companies/initech.md", "companies/northwind.md"}
+    assert offline.people_in("Found: Palácio Chiado, LX Factory, Pestana Palace.") == []
+    assert offline.slug("Palácio Chiado") == "palacio-chiado"
+
+
+@pytest.mark.django_db
+def test_offline_hydration_is_verified_and_keeps_the_index_in_step(cast):
+    core.meeting_create(team=cast.team, owner=cast.admin, title="All-hands", public=True, occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod. Initech is our biggest customer; their CTO "
+                              "is Jane Park. Shipped the new onboarding flow on Tuesday.")
+    fs = team_fs(cast.team)
+    run = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert run.status == Run.Status.SUCCEEDED and run.verifier_rounds == 0
+    files = dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "content"))
+    for path in ("procedures.md", "journal.md", "people/jane-park.md", "companies/initech.md"):
+        assert f"[{path}]({path})" in files["index.md"]
+    assert "- We always deploy to staging before prod." in files["procedures.md"]
+    # Hydrating the same facts again changes nothing: lines already there are not repeated.
+    core.meeting_create(team=cast.team, owner=cast.admin, title="Again", public=True, occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod.")
+    again = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert again.status == Run.Status.NO_CHANGES and again.revision is None
+    assert MemoryFile.objects.get(filesystem=fs, path="procedures.md").content == files["procedures.md"]
+
+
+@pytest.mark.django_db
+def test_offline_agent_cuts_a_file_the_verifier_finds_over_budget(cast):
+    fs = team_fs(cast.team)
+    fs.file_token_budget = 60
+    fs.save()
+    notes = " ".join(f"We always check release step {i} before deploying." for i in range(8))
+    core.meeting_create(team=cast.team, owner=cast.admin, title="Process", public=True, occurred_at=timezone.now(),
+                        notes=notes)
+    run = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert run.status == Run.Status.SUCCEEDED, run.violations
+    assert run.verifier_rounds == 1
+    procedures = MemoryFile.objects.get(filesystem=fs, path="procedures.md")
+    assert procedures.tokens <= 60
+    assert "release step 7" in procedures.content and "release step 0" not in procedures.content

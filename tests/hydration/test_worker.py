@@ -1,0 +1,76 @@
+"""A real Celery worker runs a hydration that Run now queued."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.utils import timezone
+
+from hydration import services
+from hydration.models import Run
+from lindy import services as core
+from memory.models import MemoryFile
+
+from .helpers import user_fs
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_hydrates_a_queued_run(cast, celery_worker_process):
+    core.meeting_create(team=cast.team, owner=cast.member, title="Sync", occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod.")
+    fs = user_fs(cast.member)
+    celery_worker_process.start()
+    run, created = services.run_trigger(filesystem=fs, trigger="manual", user=cast.member)
+    assert created
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if not run.is_active:
+            break
+        time.sleep(0.3)
+    assert run.status == Run.Status.SUCCEEDED, (run.status, run.error, celery_worker_process.log())
+    assert "We always deploy to staging before prod." in MemoryFile.objects.get(filesystem=fs, path="procedures.md").content
+    celery_worker_process.stop()
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_run_leaves_no_revision_and_the_next_run_takes_over(cast, celery_worker_process,
+                                                                               monkeypatch):
+    from datetime import timedelta
+
+    from hydration.models import Item
+    from memory.models import Revision
+    from tests.fakes.anthropic_api import FakeAnthropic
+    from tests.fakes.http import Reply
+
+    core.meeting_create(team=cast.team, owner=cast.member, title="Sync", occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod.")
+    fs = user_fs(cast.member)
+    with FakeAnthropic() as fake:
+        # The summarizer takes its time: long enough to kill the worker while it waits.
+        fake.script("POST", "/v1/messages", [Reply(500, {"type": "error"}, delay=30)])
+        monkeypatch.setenv("ANTHROPIC_API_KEY", fake.API_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("LINDY_MODEL_OFFLINE", "0")
+        celery_worker_process.start()
+        run, _ = services.run_trigger(filesystem=fs, trigger="manual", user=cast.member)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not fake.message_requests:
+            time.sleep(0.2)
+        assert fake.message_requests, celery_worker_process.log()
+        run.refresh_from_db()
+        assert run.status == Run.Status.RUNNING and run.stage.startswith("Summarizing")
+        celery_worker_process.kill()
+
+    assert not Revision.objects.filter(filesystem=fs, source_kind="hydration_run").exists()
+    assert Item.objects.filter(filesystem=fs).count() == 1  # stored before anything else
+    Run.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    second = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert second.status == Run.Status.SUCCEEDED and second.item_count == 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.INTERRUPTED
+    assert Item.objects.filter(filesystem=fs).count() == 1
+    assert Revision.objects.filter(filesystem=fs, source_kind="hydration_run").count() == 1
