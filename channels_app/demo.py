@@ -44,7 +44,8 @@ def _traffic(numbers: dict[str, SendingNumber]) -> None:
             else:
                 sent = int(received * rng.uniform(1.1, 1.9))
             if number.kind == Channel.SMS:
-                sent, received = rng.randint(5, 25), rng.randint(3, 12)
+                received = rng.randint(8, 15)
+                sent = received + rng.randint(0, 5)
             sent = min(sent, number.daily_cap)
             NumberDay.objects.get_or_create(
                 number=number, day=day,
