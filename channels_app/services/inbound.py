@@ -296,12 +296,10 @@ def linq_event_process(*, payload: dict) -> str:
         )
         return "stored"
     if event_type == "message.failed":
-        from ..models import OutboundMessage
-
         message_id = str(data.get("message_id") or "")
         if message_id:
-            OutboundMessage.objects.filter(provider_id=message_id, channel=Channel.IMESSAGE).update(
-                status=OutboundMessage.Status.FAILED, error=str(data.get("reason") or data.get("code") or "")[:500]
+            outbound.imessage_failed(
+                provider_id=message_id, reason=f"delivery failed: {data.get('reason') or data.get('code') or ''}"
             )
         return "recorded"
     return "ignored"

@@ -363,3 +363,31 @@ def test_phone_validation(cast):
     services.profile_register(user=cast.member, phone="+44 20 7946 0958")
     with pytest.raises(ValueError):
         services.profile_register(user=cast.admin, phone="+442079460958")  # someone else's
+
+
+def test_delivery_failure_reported_later_is_resent_by_sms_once(cast, linq, twilio, line, sms_line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    first = services.user_message_send(user=cast.member, body="Did this arrive?")
+    provider_id = OutboundMessage.objects.get(pk=first["outbound_id"]).provider_id
+    failed = {"api_version": "v3", "event_type": "message.failed", "event_id": "evt-f1", "created_at": "2026-11-29T12:00:00Z",
+              "partner_id": "p", "trace_id": "t", "webhook_version": "2026-02-03",
+              "data": {"code": 3007, "failed_at": "2026-11-29T12:00:02Z", "chat_id": "c1", "message_id": provider_id,
+                       "reason": "Recipient is not registered with iMessage"}}
+    assert post_linq(failed).json() == {"status": "recorded"}
+    failed["event_id"] = "evt-f2"  # the provider reporting it again under a new id
+    post_linq(failed)
+    assert OutboundMessage.objects.get(pk=first["outbound_id"]).status == "failed"
+    resent = OutboundMessage.objects.get(channel="sms")
+    assert (resent.status, resent.fallback_reason, resent.body) == ("sent", "imessage_failed", "Did this arrive?")
+    assert len(twilio.sends()) == 1
+    assert NumberDay.objects.get(number=line).fallbacks == 1
+
+
+def test_oversized_webhook_bodies_are_rejected(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="x" * 5000)
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1024):
+        response = post_linq(payload)
+    assert response.status_code == 400
+    assert not InboundMessage.objects.exists()
