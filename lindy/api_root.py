@@ -76,3 +76,6 @@ def on_too_big(request, exc):
 from .api import router as core_router  # noqa: E402
 
 api.add_router("", core_router)
+from channels_app.api import router as channels_app_router  # noqa: E402
+
+api.add_router("/channels", channels_app_router)

@@ -92,9 +92,11 @@ def inbound_store(
         )
         InboundMessage.objects.filter(pk=message.pk).update(conversation=conversation)
         conversation_id = conversation.pk
+        # Read back after our write: we hold the row (or, on SQLite, the database) now.
+        version = Conversation.objects.values_list("version", flat=True).get(pk=conversation_id)
         attachment_ids = list(message.attachments.values_list("pk", flat=True))
         transaction.on_commit(lambda: _enqueue(
-            tasks.debounce_fire, conversation_id, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
+            tasks.debounce_fire, conversation_id, version, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
         ))
         for attachment_id in attachment_ids:
             transaction.on_commit(lambda a=attachment_id: _enqueue(tasks.attachment_store, a))
@@ -131,9 +133,10 @@ def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: st
         profile.save(update_fields=list(changes))
 
 
-def debounce_fire(*, conversation_id: int) -> tuple[str, float]:
+def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[str, float]:
     """Claim the conversation's pending messages if its window has closed.
-    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id) or ("nothing", 0)."""
+    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0), or
+    ("superseded", 0) when a later message (`version` is stale) queued its own check."""
     now = timezone.now()
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
@@ -143,6 +146,8 @@ def debounce_fire(*, conversation_id: int) -> tuple[str, float]:
         if not pending.exists():
             return ("nothing", 0)
         if conversation.deadline and conversation.deadline > now:
+            if version is not None and version != conversation.version:
+                return ("superseded", 0)
             return ("wait", (conversation.deadline - now).total_seconds())
         bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
         # The conditional update is the claim: a concurrent claimer finds nothing left.

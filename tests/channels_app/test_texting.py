@@ -181,6 +181,9 @@ def test_window_reset_then_one_bundle_in_order_with_reactions_and_images(cast, l
 
     outcome, wait = services.debounce_fire(conversation_id=conversation.pk)
     assert outcome == "wait" and 0 < wait <= 3
+    # The first message's check is superseded by the third's; the third's waits for the deadline.
+    assert services.debounce_fire(conversation_id=conversation.pk, version=1) == ("superseded", 0)
+    assert services.debounce_fire(conversation_id=conversation.pk, version=3)[0] == "wait"
 
     close_window(conversation)
     outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
