@@ -38,7 +38,7 @@ def _traffic(numbers: dict[str, SendingNumber]) -> None:
         for back in range(14, -1, -1):
             day = today - timedelta(days=back)
             received = rng.randint(40, 120)
-            if phone == HOT_LINE and back <= 5:
+            if phone == HOT_LINE and back <= 8:
                 received = max(5, received // 6)
                 sent = received * rng.randint(11, 14)
             else:

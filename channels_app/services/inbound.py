@@ -33,6 +33,9 @@ from . import outbound, pool
 
 logger = logging.getLogger(__name__)
 
+# After this many failed hand-overs a bundle is left FAILED for a person to look at.
+MAX_DISPATCH_ATTEMPTS = 6
+
 
 def webhook_event_claim(*, source: str, event_id: str, event_type: str = "") -> bool:
     """True the first time an event id is seen; a provider's retry gets False."""
@@ -177,20 +180,25 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     )
     if not taken:
         return "already"
-    bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
-    conversation = bundle.conversation
-    messages = [_message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")]
-    outbound.typing_start(conversation=conversation)
-    handler = import_string(settings.LINDY_INBOUND_HANDLER)
+    # Any failure below puts the bundle back to CLAIMED (a retry or the sweep hands it over again);
+    # its messages stay claimed by it, so they can never land in a second bundle.
+    conversation = None
     try:
+        bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
+        conversation = bundle.conversation
+        messages = [
+            _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
+        ]
+        outbound.typing_start(conversation=conversation)
+        handler = import_string(settings.LINDY_INBOUND_HANDLER)
         result = handler(
             user=conversation.profile.user, channel=conversation.channel,
             conversation_ref=conversation.conversation_ref(), messages=messages,
         )
     except Exception as exc:
-        # Back to CLAIMED so a retry (or the sweep) hands it over again; the messages stay claimed.
         InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
-        outbound.typing_stop(profile=conversation.profile)
+        if conversation is not None:
+            outbound.typing_stop(profile=conversation.profile)
         raise
     InboundBundle.objects.filter(pk=bundle_id).update(
         status=InboundBundle.Status.DISPATCHED, dispatched_at=timezone.now(), agent_task_id=getattr(result, "pk", None),
@@ -227,7 +235,8 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
         status=InboundBundle.Status.CLAIMED
     )
     redispatched = 0
-    for bundle_id in InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED).values_list("pk", flat=True):
+    retryable = InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    for bundle_id in retryable.values_list("pk", flat=True):
         tasks.bundle_dispatch.delay(bundle_id)
         redispatched += 1
     return {"conversations": fired, "bundles": redispatched}
@@ -259,6 +268,7 @@ def attachment_store(*, attachment_id: int) -> bool:
     return True
 
 
+@transaction.atomic
 def linq_event_process(*, payload: dict) -> str:
     """One verified webhook from the managed iMessage API. Returns what happened."""
     event_id = str(payload.get("event_id") or "")
@@ -310,6 +320,7 @@ def linq_event_process(*, payload: dict) -> str:
     return "ignored"
 
 
+@transaction.atomic
 def twilio_inbound_process(*, params: dict) -> str:
     sid = str(params.get("MessageSid") or params.get("SmsSid") or "")
     if not sid:

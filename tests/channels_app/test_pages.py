@@ -116,7 +116,6 @@ def _traffic():
 def test_health_dashboard_for_support_only_without_bodies(cast, django_assert_max_num_queries):
     hot, calm = _traffic()
     TextingProfileFactory(user=cast.member, number=hot)
-    services.user_message_send  # noqa: B018 - the seam exists
     from channels_app.models import OutboundMessage
 
     OutboundMessage.objects.create(user=cast.member, number=hot, channel="imessage", status="sent",

@@ -394,3 +394,15 @@ def test_oversized_webhook_bodies_are_rejected(cast, linq, line):
         response = post_linq(payload)
     assert response.status_code == 400
     assert not InboundMessage.objects.exists()
+
+
+def test_signed_but_malformed_event_changes_nothing(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="hi", event_id="evt-bad")
+    payload["data"]["sender_handle"] = "not an object"
+    assert post_linq(payload).status_code == 400
+    media = message_received(sender="+16505550001", line=line.phone, event_id="evt-bad2",
+                             media=[{"type": "media", "id": "a", "filename": "x.jpg", "size_bytes": "lots", "url": "u"}])
+    assert post_linq(media).status_code == 400
+    assert not WebhookEvent.objects.exists() and not InboundMessage.objects.exists()
+    assert not NumberDay.objects.exists()
