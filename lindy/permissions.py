@@ -144,11 +144,6 @@ def users_in_teams(user) -> QuerySet[User]:
 
 # Channels (channels_app).
 
-def can_manage_team_channels(user, team) -> bool:
-    """Team admins switch the team's public Slack channels on for team memory."""
-    return is_team_admin(user, team)
-
-
 def can_text_assistant(user) -> bool:
     """Texting onboarding (iMessage/SMS): anyone who belongs to a team."""
     return can_use_workspace(user)

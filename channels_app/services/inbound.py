@@ -57,9 +57,10 @@ def _safe_phone(value: str) -> str:
 def inbound_store(
     *, channel: str, provider_id: str, from_phone: str, to_phone: str, text: str = "",
     attachments: list[dict] | None = None, reaction: dict | None = None, chat_id: str = "",
-    received_at=None,
+    received_at=None, history: bool = False,
 ) -> InboundMessage | None:
     """Store one inbound message and (re)start its conversation's debounce window.
+    `history`: a late, reconciled message: kept, never answered.
     Returns None for a duplicate (already stored under the same provider id)."""
     from .. import tasks
 
@@ -88,6 +89,8 @@ def inbound_store(
             logger.info("Inbound %s from a phone no user registered; stored, not dispatched", message.pk)
             return message
         _profile_learn(profile, channel=channel, number=number, chat_id=chat_id, now=now)
+        if history:
+            return message
         conversation, _ = Conversation.objects.select_for_update().get_or_create(profile=profile)
         window = timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)
         Conversation.objects.filter(pk=conversation.pk).update(
@@ -293,6 +296,8 @@ def linq_event_process(*, payload: dict) -> str:
         inbound_store(
             channel=Channel.IMESSAGE if service.lower() == "imessage" else Channel.SMS, provider_id=event_id,
             from_phone=sender, to_phone=owner, text=text, attachments=media, chat_id=str(chat.get("id", "")),
+            # Recovered by the provider's reconciliation: late and out of order, so it is history.
+            history=bool(data.get("reconciled_at")),
         )
         return "stored"
     if event_type == "reaction.added":

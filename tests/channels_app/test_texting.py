@@ -406,3 +406,13 @@ def test_signed_but_malformed_event_changes_nothing(cast, linq, line):
     assert post_linq(media).status_code == 400
     assert not WebhookEvent.objects.exists() and not InboundMessage.objects.exists()
     assert not NumberDay.objects.exists()
+
+
+def test_reconciled_late_messages_are_kept_but_not_answered(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    payload = message_received(sender="+16505550001", line=line.phone, text="from two hours ago")
+    payload["data"]["reconciled_at"] = "2026-11-29T14:00:00Z"
+    assert post_linq(payload).json() == {"status": "stored"}
+    message = InboundMessage.objects.get()
+    assert message.text == "from two hours ago" and message.conversation is None
+    assert not Conversation.objects.exists()
