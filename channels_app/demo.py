@@ -38,13 +38,14 @@ def _traffic(numbers: dict[str, SendingNumber]) -> None:
         for back in range(14, -1, -1):
             day = today - timedelta(days=back)
             received = rng.randint(40, 120)
-            if phone == HOT_LINE and back <= 5:
+            if phone == HOT_LINE and back <= 8:
                 received = max(5, received // 6)
                 sent = received * rng.randint(11, 14)
             else:
                 sent = int(received * rng.uniform(1.1, 1.9))
             if number.kind == Channel.SMS:
-                sent, received = rng.randint(5, 25), rng.randint(3, 12)
+                received = rng.randint(8, 15)
+                sent = received + rng.randint(0, 5)
             sent = min(sent, number.daily_cap)
             NumberDay.objects.get_or_create(
                 number=number, day=day,

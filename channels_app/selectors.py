@@ -6,7 +6,7 @@ import math
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from .models import NumberDay, RatioAlert, SendingNumber, SlackChannel, SlackChannelShare, TextingProfile, ratio_of
 from .services.pool import today
@@ -72,7 +72,8 @@ def numbers_today() -> list[dict]:
     day = today()
     rows = {r.number_id: r for r in NumberDay.objects.filter(day=day)}
     result = []
-    for number in SendingNumber.objects.filter(active=True).order_by("kind", "phone"):
+    numbers = SendingNumber.objects.filter(active=True).annotate(user_count=Count("profiles")).order_by("kind", "phone")
+    for number in numbers:
         row = rows.get(number.pk)
         sent, received = (row.sent, row.received) if row else (0, 0)
         ratio = ratio_of(sent, received)
@@ -85,7 +86,7 @@ def numbers_today() -> list[dict]:
             "number": number, "sent": sent, "received": received, "ratio": ratio,
             "fallbacks": row.fallbacks if row else 0, "capped": row.capped if row else 0,
             "cap": number.daily_cap, "cap_used_pct": round(100 * sent / max(number.daily_cap, 1)),
-            "level": level, "users": number.profiles.count(),
+            "level": level, "users": number.user_count,
         })
     return result
 

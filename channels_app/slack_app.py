@@ -101,6 +101,21 @@ def _register_listeners(app: App) -> None:
         ack()
         slack_services.slack_channel_left(slack_team_id=context.team_id, channel_id=event["channel"])
 
+    @app.event("app_uninstalled")
+    def on_uninstalled(event, context, ack):
+        ack()
+        slack_services.slack_workspace_uninstalled(
+            client_id=settings.SLACK_CLIENT_ID, enterprise_id=context.enterprise_id, slack_team_id=context.team_id
+        )
+
+    @app.event("tokens_revoked")
+    def on_tokens_revoked(event, context, ack):
+        ack()
+        if (event.get("tokens") or {}).get("bot"):
+            slack_services.slack_workspace_uninstalled(
+                client_id=settings.SLACK_CLIENT_ID, enterprise_id=context.enterprise_id, slack_team_id=context.team_id
+            )
+
     @app.event("message")
     def on_message(ack):
         # Messages are read by the Slack hydration source; acknowledging keeps Slack from retrying.

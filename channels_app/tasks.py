@@ -15,11 +15,11 @@ logger = logging.getLogger(__name__)
 @shared_task(name="channels_app.tasks.debounce_fire", bind=True, acks_late=True, max_retries=5,
              default_retry_delay=2, time_limit=60,
              soft_time_limit=50)
-def debounce_fire(self, conversation_id: int):
-    outcome, value = services.debounce_fire(conversation_id=conversation_id)
+def debounce_fire(self, conversation_id: int, version: int | None = None):
+    outcome, value = services.debounce_fire(conversation_id=conversation_id, version=version)
     if outcome == "wait":
-        # A newer message moved the deadline; its own task is queued, this one checks again at the deadline.
-        debounce_fire.apply_async((conversation_id,), countdown=value)
+        # Clock skew or a recovery run: check again at the deadline.
+        debounce_fire.apply_async((conversation_id, version), countdown=value)
         return "wait"
     if outcome == "dispatch":
         bundle_dispatch.delay(int(value))

@@ -190,8 +190,9 @@ def texting(request):
             return redirect("channels-texting")
     profile = selectors.texting_profile(user)
     status = 400 if error else 200
+    phone = request.POST.get("phone", "") if error else (profile.phone if profile else "")
     return render(request, "channels_app/texting.html",
-                  {"profile": profile, "error": error, "phone": request.POST.get("phone", "")}, status=status)
+                  {"profile": profile, "error": error, "phone": phone}, status=status)
 
 
 def vcard_text(phone: str, name: str = "Lindy") -> str:

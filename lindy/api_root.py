@@ -73,21 +73,17 @@ def on_too_big(request, exc):
 
 
 # Each app's ninja Router, mounted under /api/.
+from channels_app.api import router as channels_router  # noqa: E402
+from hydration.api import router as hydration_router  # noqa: E402
+from memory.api import router as memory_router  # noqa: E402
+from router.api import router as router_router  # noqa: E402
+from validator.api import router as validator_router  # noqa: E402
+
 from .api import router as core_router  # noqa: E402
 
 api.add_router("", core_router)
-from router.api import router as router_router  # noqa: E402
-
-api.add_router("/router", router_router)
-
-from memory.api import router as memory_router  # noqa: E402
-
 api.add_router("/memory", memory_router)
-
-from validator.api import router as validator_router  # noqa: E402
-
-api.add_router("/validator", validator_router)
-
-from hydration.api import router as hydration_router  # noqa: E402
-
 api.add_router("/hydration", hydration_router)
+api.add_router("/validator", validator_router)
+api.add_router("/router", router_router)
+api.add_router("/channels", channels_router)

@@ -201,11 +201,6 @@ def can_view_decision_stats(user) -> bool:
 
 # Channels (channels_app).
 
-def can_manage_team_channels(user, team) -> bool:
-    """Team admins switch the team's public Slack channels on for team memory."""
-    return is_team_admin(user, team)
-
-
 def can_text_assistant(user) -> bool:
     """Texting onboarding (iMessage/SMS): anyone who belongs to a team."""
     return can_use_workspace(user)

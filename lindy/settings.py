@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "lindy",
     "router",
     "memory",
+    "hydration",
     "validator",
     "channels_app",
 ]
@@ -267,7 +268,6 @@ CHANNELS_MEDIA_ROOT = Path(os.environ.get("CHANNELS_MEDIA_ROOT", VAR_DIR / "medi
 CHANNELS_MAX_ATTACHMENT_BYTES = int(os.environ.get("CHANNELS_MAX_ATTACHMENT_BYTES", 20 * 1024 * 1024))
 
 # --- hydration: sources, summarizer and memory agent, every 12 hours ------------------------------
-INSTALLED_APPS.append("hydration")
 HYDRATION_INTERVAL_SECONDS = int(os.environ.get("HYDRATION_INTERVAL_SECONDS", 12 * 3600))
 # A live run whose worker stops renewing this lease is considered dead; keep it above the task's time limit.
 HYDRATION_RUN_LEASE_SECONDS = int(os.environ.get("HYDRATION_RUN_LEASE_SECONDS", 1800))

@@ -33,6 +33,9 @@ from . import outbound, pool
 
 logger = logging.getLogger(__name__)
 
+# After this many failed hand-overs a bundle is left FAILED for a person to look at.
+MAX_DISPATCH_ATTEMPTS = 6
+
 
 def webhook_event_claim(*, source: str, event_id: str, event_type: str = "") -> bool:
     """True the first time an event id is seen; a provider's retry gets False."""
@@ -54,9 +57,10 @@ def _safe_phone(value: str) -> str:
 def inbound_store(
     *, channel: str, provider_id: str, from_phone: str, to_phone: str, text: str = "",
     attachments: list[dict] | None = None, reaction: dict | None = None, chat_id: str = "",
-    received_at=None,
+    received_at=None, history: bool = False,
 ) -> InboundMessage | None:
     """Store one inbound message and (re)start its conversation's debounce window.
+    `history`: a late, reconciled message: kept, never answered.
     Returns None for a duplicate (already stored under the same provider id)."""
     from .. import tasks
 
@@ -85,6 +89,8 @@ def inbound_store(
             logger.info("Inbound %s from a phone no user registered; stored, not dispatched", message.pk)
             return message
         _profile_learn(profile, channel=channel, number=number, chat_id=chat_id, now=now)
+        if history:
+            return message
         conversation, _ = Conversation.objects.select_for_update().get_or_create(profile=profile)
         window = timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)
         Conversation.objects.filter(pk=conversation.pk).update(
@@ -92,9 +98,11 @@ def inbound_store(
         )
         InboundMessage.objects.filter(pk=message.pk).update(conversation=conversation)
         conversation_id = conversation.pk
+        # Read back after our write: we hold the row (or, on SQLite, the database) now.
+        version = Conversation.objects.values_list("version", flat=True).get(pk=conversation_id)
         attachment_ids = list(message.attachments.values_list("pk", flat=True))
         transaction.on_commit(lambda: _enqueue(
-            tasks.debounce_fire, conversation_id, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
+            tasks.debounce_fire, conversation_id, version, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
         ))
         for attachment_id in attachment_ids:
             transaction.on_commit(lambda a=attachment_id: _enqueue(tasks.attachment_store, a))
@@ -131,9 +139,10 @@ def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: st
         profile.save(update_fields=list(changes))
 
 
-def debounce_fire(*, conversation_id: int) -> tuple[str, float]:
+def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[str, float]:
     """Claim the conversation's pending messages if its window has closed.
-    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id) or ("nothing", 0)."""
+    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0), or
+    ("superseded", 0) when a later message (`version` is stale) queued its own check."""
     now = timezone.now()
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
@@ -143,6 +152,8 @@ def debounce_fire(*, conversation_id: int) -> tuple[str, float]:
         if not pending.exists():
             return ("nothing", 0)
         if conversation.deadline and conversation.deadline > now:
+            if version is not None and version != conversation.version:
+                return ("superseded", 0)
             return ("wait", (conversation.deadline - now).total_seconds())
         bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
         # The conditional update is the claim: a concurrent claimer finds nothing left.
@@ -172,20 +183,25 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     )
     if not taken:
         return "already"
-    bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
-    conversation = bundle.conversation
-    messages = [_message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")]
-    outbound.typing_start(conversation=conversation)
-    handler = import_string(settings.LINDY_INBOUND_HANDLER)
+    # Any failure below puts the bundle back to CLAIMED (a retry or the sweep hands it over again);
+    # its messages stay claimed by it, so they can never land in a second bundle.
+    conversation = None
     try:
+        bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
+        conversation = bundle.conversation
+        messages = [
+            _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
+        ]
+        outbound.typing_start(conversation=conversation)
+        handler = import_string(settings.LINDY_INBOUND_HANDLER)
         result = handler(
             user=conversation.profile.user, channel=conversation.channel,
             conversation_ref=conversation.conversation_ref(), messages=messages,
         )
     except Exception as exc:
-        # Back to CLAIMED so a retry (or the sweep) hands it over again; the messages stay claimed.
         InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
-        outbound.typing_stop(profile=conversation.profile)
+        if conversation is not None:
+            outbound.typing_stop(profile=conversation.profile)
         raise
     InboundBundle.objects.filter(pk=bundle_id).update(
         status=InboundBundle.Status.DISPATCHED, dispatched_at=timezone.now(), agent_task_id=getattr(result, "pk", None),
@@ -222,7 +238,8 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
         status=InboundBundle.Status.CLAIMED
     )
     redispatched = 0
-    for bundle_id in InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED).values_list("pk", flat=True):
+    retryable = InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    for bundle_id in retryable.values_list("pk", flat=True):
         tasks.bundle_dispatch.delay(bundle_id)
         redispatched += 1
     return {"conversations": fired, "bundles": redispatched}
@@ -254,6 +271,7 @@ def attachment_store(*, attachment_id: int) -> bool:
     return True
 
 
+@transaction.atomic
 def linq_event_process(*, payload: dict) -> str:
     """One verified webhook from the managed iMessage API. Returns what happened."""
     event_id = str(payload.get("event_id") or "")
@@ -278,6 +296,8 @@ def linq_event_process(*, payload: dict) -> str:
         inbound_store(
             channel=Channel.IMESSAGE if service.lower() == "imessage" else Channel.SMS, provider_id=event_id,
             from_phone=sender, to_phone=owner, text=text, attachments=media, chat_id=str(chat.get("id", "")),
+            # Recovered by the provider's reconciliation: late and out of order, so it is history.
+            history=bool(data.get("reconciled_at")),
         )
         return "stored"
     if event_type == "reaction.added":
@@ -296,17 +316,16 @@ def linq_event_process(*, payload: dict) -> str:
         )
         return "stored"
     if event_type == "message.failed":
-        from ..models import OutboundMessage
-
         message_id = str(data.get("message_id") or "")
         if message_id:
-            OutboundMessage.objects.filter(provider_id=message_id, channel=Channel.IMESSAGE).update(
-                status=OutboundMessage.Status.FAILED, error=str(data.get("reason") or data.get("code") or "")[:500]
+            outbound.imessage_failed(
+                provider_id=message_id, reason=f"delivery failed: {data.get('reason') or data.get('code') or ''}"
             )
         return "recorded"
     return "ignored"
 
 
+@transaction.atomic
 def twilio_inbound_process(*, params: dict) -> str:
     sid = str(params.get("MessageSid") or params.get("SmsSid") or "")
     if not sid:

@@ -137,24 +137,42 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
             return _result(outbound)
     if fallback != OutboundMessage.Fallback.REQUESTED:
         pool.stat_add(number=number, field="fallbacks")
+    return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error))
 
+
+def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "") -> OutboundMessage:
     line = _sms_line(profile)
     if line is None or not pool.cap_reserve(number=line):
         if line is not None:
             pool.stat_add(number=line, field="capped")
         reason = "No SMS line has capacity left today."
-        outbound = _record(user=user, profile=profile, number=line or number, channel=Channel.SMS,
-                           status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
-                           error="; ".join(filter(None, [error, reason])))
-        return _result(outbound)
+        return _record(user=user, profile=profile, number=line or number, channel=Channel.SMS,
+                       status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
+                       error="; ".join(filter(None, [error, reason])))
     try:
         sid = sms.send(from_phone=line.phone, to_phone=profile.phone, body=body)
     except sms.SmsError as exc:
         pool.cap_release(number=line)
-        outbound = _record(user=user, profile=profile, number=line, channel=Channel.SMS,
-                           status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
-                           error="; ".join(filter(None, [error, str(exc)])))
-        return _result(outbound)
-    outbound = _record(user=user, profile=profile, number=line, channel=Channel.SMS, status=OutboundMessage.Status.SENT,
-                       fallback_reason=fallback, provider_id=sid, body=body, error=error)
-    return _result(outbound)
+        return _record(user=user, profile=profile, number=line, channel=Channel.SMS,
+                       status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
+                       error="; ".join(filter(None, [error, str(exc)])))
+    return _record(user=user, profile=profile, number=line, channel=Channel.SMS, status=OutboundMessage.Status.SENT,
+                   fallback_reason=fallback, provider_id=sid, body=body, error=error)
+
+
+def imessage_failed(*, provider_id: str, reason: str) -> OutboundMessage | None:
+    """The provider accepted a message, then reported it undeliverable: send it again by SMS.
+    The conditional update makes a repeated report a no-op."""
+    outbound = OutboundMessage.objects.select_related("profile", "user", "number").filter(
+        provider_id=provider_id, channel=Channel.IMESSAGE
+    ).first()
+    if outbound is None:
+        return None
+    flipped = OutboundMessage.objects.filter(pk=outbound.pk, status=OutboundMessage.Status.SENT).update(
+        status=OutboundMessage.Status.FAILED, error=reason[:500]
+    )
+    if not flipped or outbound.profile is None:
+        return None
+    pool.stat_add(number=outbound.number, field="fallbacks")
+    return _send_sms(user=outbound.user, profile=outbound.profile, number=outbound.number, body=outbound.body,
+                     fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason)

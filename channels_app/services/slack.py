@@ -143,3 +143,13 @@ def installation_team_for(slack_team_id: str) -> int | None:
     return installation.team_id if installation else None
 
 
+
+
+def slack_workspace_uninstalled(*, client_id: str, enterprise_id: str | None, slack_team_id: str) -> int:
+    """The app was removed (or its bot token revoked): forget the tokens, stop reading every channel."""
+    SlackInstallation.objects.filter(
+        client_id=client_id, enterprise_id=enterprise_id or "", slack_team_id=slack_team_id
+    ).update(bot_token="", bot_refresh_token="", user_token="")
+    return SlackChannel.objects.filter(slack_team_id=slack_team_id, active=True).update(
+        active=False, left_at=timezone.now()
+    )

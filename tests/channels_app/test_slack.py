@@ -148,3 +148,16 @@ def test_url_verification_challenge(slack, db):
                              HTTP_X_SLACK_REQUEST_TIMESTAMP=ts, HTTP_X_SLACK_SIGNATURE=sig)
     assert response.status_code == 200
     assert b"abc123" in response.content
+
+
+def test_uninstall_forgets_tokens_and_stops_reading_channels(cast, slack):
+    SlackInstallationFactory(team=cast.team)
+    channel = SlackChannelFactory(team=cast.team, use_for_team_memory=True)
+    assert post_event({"type": "app_uninstalled", "event_ts": "1.0"}).status_code == 200
+    channel.refresh_from_db()
+    assert not channel.active
+    assert SlackInstallation.objects.get().bot_token == ""
+    # With no token left, later events for the workspace are not acted on.
+    slack.add_channel("C0PUBLIC09", "new", private=False)
+    post_event(member_joined("C0PUBLIC09"))
+    assert not SlackChannel.objects.filter(channel_id="C0PUBLIC09").exists()

@@ -181,6 +181,9 @@ def test_window_reset_then_one_bundle_in_order_with_reactions_and_images(cast, l
 
     outcome, wait = services.debounce_fire(conversation_id=conversation.pk)
     assert outcome == "wait" and 0 < wait <= 3
+    # The first message's check is superseded by the third's; the third's waits for the deadline.
+    assert services.debounce_fire(conversation_id=conversation.pk, version=1) == ("superseded", 0)
+    assert services.debounce_fire(conversation_id=conversation.pk, version=3)[0] == "wait"
 
     close_window(conversation)
     outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
@@ -363,3 +366,53 @@ def test_phone_validation(cast):
     services.profile_register(user=cast.member, phone="+44 20 7946 0958")
     with pytest.raises(ValueError):
         services.profile_register(user=cast.admin, phone="+442079460958")  # someone else's
+
+
+def test_delivery_failure_reported_later_is_resent_by_sms_once(cast, linq, twilio, line, sms_line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1", imessage_capable=True,
+                          capability_checked_at=timezone.now())
+    first = services.user_message_send(user=cast.member, body="Did this arrive?")
+    provider_id = OutboundMessage.objects.get(pk=first["outbound_id"]).provider_id
+    failed = {"api_version": "v3", "event_type": "message.failed", "event_id": "evt-f1", "created_at": "2026-11-29T12:00:00Z",
+              "partner_id": "p", "trace_id": "t", "webhook_version": "2026-02-03",
+              "data": {"code": 3007, "failed_at": "2026-11-29T12:00:02Z", "chat_id": "c1", "message_id": provider_id,
+                       "reason": "Recipient is not registered with iMessage"}}
+    assert post_linq(failed).json() == {"status": "recorded"}
+    failed["event_id"] = "evt-f2"  # the provider reporting it again under a new id
+    post_linq(failed)
+    assert OutboundMessage.objects.get(pk=first["outbound_id"]).status == "failed"
+    resent = OutboundMessage.objects.get(channel="sms")
+    assert (resent.status, resent.fallback_reason, resent.body) == ("sent", "imessage_failed", "Did this arrive?")
+    assert len(twilio.sends()) == 1
+    assert NumberDay.objects.get(number=line).fallbacks == 1
+
+
+def test_oversized_webhook_bodies_are_rejected(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="x" * 5000)
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1024):
+        response = post_linq(payload)
+    assert response.status_code == 400
+    assert not InboundMessage.objects.exists()
+
+
+def test_signed_but_malformed_event_changes_nothing(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    payload = message_received(sender="+16505550001", line=line.phone, text="hi", event_id="evt-bad")
+    payload["data"]["sender_handle"] = "not an object"
+    assert post_linq(payload).status_code == 400
+    media = message_received(sender="+16505550001", line=line.phone, event_id="evt-bad2",
+                             media=[{"type": "media", "id": "a", "filename": "x.jpg", "size_bytes": "lots", "url": "u"}])
+    assert post_linq(media).status_code == 400
+    assert not WebhookEvent.objects.exists() and not InboundMessage.objects.exists()
+    assert not NumberDay.objects.exists()
+
+
+def test_reconciled_late_messages_are_kept_but_not_answered(cast, linq, line):
+    TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    payload = message_received(sender="+16505550001", line=line.phone, text="from two hours ago")
+    payload["data"]["reconciled_at"] = "2026-11-29T14:00:00Z"
+    assert post_linq(payload).json() == {"status": "stored"}
+    message = InboundMessage.objects.get()
+    assert message.text == "from two hours ago" and message.conversation is None
+    assert not Conversation.objects.exists()
