@@ -7,8 +7,10 @@ class ValidatorConfig(AppConfig):
 
     def ready(self):
         from lindy import agent_offline, navigation, permissions  # noqa: F401  (registers the agent's offline rules)
+        from router.services.evals import register_request_builder
 
         from . import offline  # noqa: F401  (registers the validator's offline rules)
+        from .evals import build_eval_request
         from .selectors import blocked_count
 
         navigation.register(navigation.NavItem(
@@ -18,3 +20,4 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
+        register_request_builder("validator", build_eval_request)

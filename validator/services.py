@@ -10,7 +10,7 @@ from django.utils import timezone
 from lindy import services as lindy_services
 from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
-from router import gateway, routing
+from router import gateway
 from router.types import ModelError
 
 from . import evidence as evidence_mod
@@ -45,6 +45,28 @@ def _memories(user) -> list:
         return []
 
 
+def validation_request(
+    *, tool: str, arguments: dict, justification: str, evidence: dict, history: list[dict], documents: list,
+    variant: str = "default",
+) -> dict:
+    """The validator's model request (system, messages, tools, tool_choice, max_tokens) for one
+    action: what `check` sends, and what the offline eval of the `validator` route replays."""
+    spec = registry.get(tool)
+    payload = prompts.request_payload(
+        action={"tool": tool, "effect": spec.effect, "arguments": arguments,
+                "description": registry.describe(tool, arguments)},
+        justification=justification, evidence=evidence, history=history,
+        memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
+    )
+    return {
+        "system": prompts.system_prompt(variant),
+        "messages": [{"role": "user", "content": prompts.user_message(payload, variant)}],
+        "tools": [prompts.verdict_tool()],
+        "tool_choice": {"type": "tool", "name": prompts.VERDICT_TOOL},
+        "max_tokens": 1024,
+    }
+
+
 def check(
     *, user, team, tool: str, arguments: dict, justification: str = "", task: AgentTask | None = None,
     history: list[dict] | None = None, tool_call_id: str = "",
@@ -72,8 +94,7 @@ def check(
         return decision
 
     documents = _memories(user)
-    checked = evidence_mod.check(justification, history, documents)
-    decision.evidence = checked.to_dict()
+    decision.evidence = evidence_mod.check(justification, history, documents).to_dict()
 
     if not (justification or "").strip():
         _block(decision, "The action has no justification. Every action that reaches a third party, deletes "
@@ -82,21 +103,14 @@ def check(
         decision.save()
         return decision
 
-    payload = prompts.request_payload(
-        action={"tool": tool, "effect": spec.effect, "arguments": arguments,
-                "description": registry.describe(tool, arguments)},
-        justification=justification, evidence=decision.evidence, history=history,
-        memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
+    # The prompt is built for the variant the router serves this user (prompt rollouts).
+    assignment = gateway.assign("validator", user)
+    request = validation_request(
+        tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,
+        history=history, documents=documents, variant=assignment.prompt_variant,
     )
-    # The prompt is built for the variant the router will serve this user (prompt rollouts).
-    variant = routing.assign("validator", user).prompt_variant
     try:
-        completion = gateway.complete(
-            route="validator", user=user, team=team, system=prompts.system_prompt(variant),
-            messages=[{"role": "user", "content": prompts.user_message(payload, variant)}],
-            tools=[prompts.verdict_tool()], tool_choice={"type": "tool", "name": prompts.VERDICT_TOOL},
-            max_tokens=1024,
-        )
+        completion = gateway.complete(route="validator", user=user, team=team, assignment=assignment, **request)
     except ModelError as exc:
         _fail(decision, f"The validator model call failed: {exc}")
         decision.save()

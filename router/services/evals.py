@@ -9,7 +9,13 @@ Each line of the data file is one case holding the full model request and how to
      "variants": {"<variant>": {"system": "..."}}                     # optional per-case prompt overrides
 
 A variant may also be defined for every case of a route in router/evals/<route>.variants.json
-({"<variant>": {"system": "..."}}). Cases go through the gateway (the offline provider works
+({"<variant>": {"system": "..."}}).
+
+An app that owns a route can instead register a request builder (`register_request_builder`):
+its cases then hold the app's own inputs (e.g. the validator's history and proposed action)
+and the builder turns each into the request the app really sends, with the app's prompt for
+the variant, so the eval measures the product's prompt rather than a copy of it. A builder may
+raise `Shortcut(outcome)` when the product answers without a model call (an exempt action). Cases go through the gateway (the offline provider works
 with no network) pinned to the run's target and variant, so each call is recorded and costed.
 Results are kept per (target, variant) so they can be compared side by side.
 """
@@ -33,6 +39,22 @@ from ..types import Completion, ModelError
 EVALS_DIR = Path(__file__).resolve().parent.parent / "evals"
 VERDICT_KEYS = ("approved", "allow", "allowed")
 
+RequestBuilder = Callable[[dict, str], dict]
+_BUILDERS: dict[str, RequestBuilder] = {}
+
+
+class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
+    """The product answers this case without a model call."""
+
+    def __init__(self, outcome: str, detail: str = ""):
+        super().__init__(detail or outcome)
+        self.outcome = outcome
+        self.detail = detail
+
+
+def register_request_builder(route: str, builder: RequestBuilder) -> None:
+    _BUILDERS[route] = builder
+
 
 def eval_file(route: str) -> Path:
     return EVALS_DIR / f"{route}.jsonl"
@@ -54,7 +76,8 @@ def load_cases(route: str) -> list[dict]:
             case = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"{path.name} line {number} is not JSON: {exc}") from None
-        if not isinstance(case.get("request", {}).get("messages"), list) or "expected" not in case:
+        has_request = isinstance(case.get("request", {}).get("messages"), list)
+        if not (has_request or route in _BUILDERS) or "expected" not in case:
             raise ValidationError(f"{path.name} line {number}: a case needs request.messages and expected.")
         if case.get("id") in seen or not case.get("id"):
             raise ValidationError(f"{path.name} line {number}: missing or repeated id.")
@@ -68,7 +91,9 @@ def route_variants(route: str) -> dict[str, dict]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def request_for(case: dict, variant: str, shared: dict[str, dict]) -> dict:
+def request_for(case: dict, variant: str, shared: dict[str, dict], route: str = "") -> dict:
+    if route in _BUILDERS:
+        return _BUILDERS[route](case, variant)
     request = dict(case["request"])
     request.update(shared.get(variant, {}))
     request.update(case.get("variants", {}).get(variant, {}))
@@ -168,8 +193,21 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
     for case in cases:
         if case["id"] in done:
             continue
-        request = request_for(case, run.variant, shared)
         call_id, error = None, False
+        try:
+            request = request_for(case, run.variant, shared, run.route.name)
+        except Shortcut as shortcut:
+            want = case["expected"].get("outcome", "")
+            passed = shortcut.outcome == want
+            EvalResult.objects.create(
+                run=run, case_id=case["id"], expected=want, got=shortcut.outcome, score=float(passed),
+                passed=passed, detail=shortcut.detail or f"{shortcut.outcome}, no model call",
+            )
+            EvalRun.objects.filter(pk=run.pk).update(completed=F("completed") + 1, passed=F("passed") + int(passed))
+            if progress:
+                run.refresh_from_db()
+                progress(run)
+            continue
         try:
             completion = gateway.complete(
                 route=run.route.name, assignment=assignment, system=request.get("system", ""),

@@ -136,7 +136,8 @@ def test_baseline_change_is_refused_during_a_rollout(cast, rollout):
 def test_eval_from_the_ui_with_progress(cast, offline_rule, monkeypatch, django_capture_on_commit_callbacks):
     from router import tasks
 
-    offline_rule("validator", lambda request: OfflineReply(tool_calls=[tool_call("submit_validation", {"approved": False})]))
+    offline_rule("validator", lambda request: OfflineReply(tool_calls=[tool_call("record_verdict", {
+        "approved": False, "reasoning": "rule", "confidence": "high", "suggestedNextStep": "ask the user"})]))
     monkeypatch.setattr(tasks.eval_run, "delay", lambda run_id: tasks.eval_run.apply(args=[run_id]))
     client = client_for(cast.superuser)
     offline = Target.objects.get(name="offline-rules")
@@ -144,11 +145,11 @@ def test_eval_from_the_ui_with_progress(cast, offline_rule, monkeypatch, django_
         response = client.post("/router/routes/validator/evals/", {"target": offline.pk, "variant": "default"})
     run = EvalRun.objects.get()
     assert response["Location"] == f"/router/evals/{run.pk}/"
-    assert (run.__class__.objects.get().status, EvalRun.objects.get().completed) == ("done", 12)
+    assert (run.__class__.objects.get().status, EvalRun.objects.get().completed) == ("done", 14)
     partial = client.get(f"/router/evals/{run.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert "<progress" in partial and 'value="12"' in partial and "hx-trigger" not in partial
+    assert "<progress" in partial and 'value="14"' in partial and "hx-trigger" not in partial
     page = client.get("/router/routes/validator/").content.decode()
-    assert "offline-rules" in page and "58%" in page  # 7 of 12 cases should block
+    assert "offline-rules" in page and "71%" in page  # 8 block + 2 exempt of 14 cases
 
 
 @pytest.mark.django_db

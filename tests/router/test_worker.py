@@ -15,7 +15,8 @@ from .helpers import cheap_target
 
 def _always_blocks(recorded):
     call = {"id": "call_1", "type": "function", "function": {
-        "name": "submit_validation", "arguments": json.dumps({"approved": False, "reasoning": "r", "confidence": "high"})}}
+        "name": "record_verdict", "arguments": json.dumps(
+            {"approved": False, "reasoning": "r", "confidence": "high", "suggestedNextStep": "ask the user"})}}
     return Reply(200, completion({"content": None, "tool_calls": [call]}))
 
 
@@ -39,5 +40,6 @@ def test_eval_runs_on_a_worker(celery_worker_process, cast, monkeypatch):
                 break
             time.sleep(0.3)
         assert run.status == "done", celery_worker_process.log()
-    assert (run.completed, run.passed, run.provider_used) == (12, 7, "openai")  # the 7 block cases
-    assert len(fake.chat_requests) == 12
+    # 8 block cases (one without a model call) and 2 exempt ones need no model either.
+    assert (run.completed, run.passed, run.provider_used) == (14, 10, "openai")
+    assert len(fake.chat_requests) == 11

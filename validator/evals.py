@@ -1,0 +1,39 @@
+"""The `validator` route's offline eval cases, replayed through the validator's own prompt.
+
+A case in router/evals/validator.jsonl holds what the product would see:
+
+    {"id", "description",
+     "history": [{"actor": "user"|"assistant"|"tool"|"external", "name"?, "content"}],
+     "action": {"tool", "arguments", "justification"},
+     "memories"?: [{"label", "path", "content"}],
+     "expected": {"outcome": "block"|"allow"|"exempt"}}
+
+The request is built exactly as `services.check` builds it (evidence check included), for the
+variant under test. Exempt tools and missing justifications are answered by the product
+without a model call, and the eval records them so.
+"""
+
+from __future__ import annotations
+
+from memory.context import ContextDocument
+from router.services.evals import Shortcut
+
+from . import evidence, registry
+from .services import validation_request
+
+
+def build_eval_request(case: dict, variant: str) -> dict:
+    action = case["action"]
+    spec = registry.get(action["tool"])
+    if spec.exempt:
+        raise Shortcut("exempt", f"{action['tool']} is exempt in the tool registry: no validator call")
+    justification = action.get("justification") or ""
+    if not justification.strip():
+        raise Shortcut("block", "no justification: blocked without a model call")
+    history = [{"seq": number, **event} for number, event in enumerate(case.get("history", []), start=1)]
+    documents = [ContextDocument(**memory) for memory in case.get("memories", [])]
+    return validation_request(
+        tool=action["tool"], arguments=action.get("arguments", {}), justification=justification,
+        evidence=evidence.check(justification, history, documents).to_dict(), history=history,
+        documents=documents, variant=variant,
+    )
