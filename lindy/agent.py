@@ -23,7 +23,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import context as memory_context
-from router import gateway, routing
+from router import gateway
+from router.models import CallScore
+from router.services.scores import call_score_record
 from router.types import ModelError
 from validator import registry
 from validator import services as validator_services
@@ -131,7 +133,21 @@ def _blocked_text(decision: Decision) -> str:
     return text
 
 
-def _handle_call(task: AgentTask, call, ctx: tools.ExecutionContext, result: RunResult) -> tuple[str, bool]:
+def _score_proposal(agent_call_id: int | None, decision: Decision) -> None:
+    """An outcome signal for model rollouts on the agent route: was the action this model
+    proposed blocked? (A validator failure says nothing about the agent's proposal.)"""
+    if agent_call_id is None or decision.validator_failure:
+        return
+    # One model turn may propose several actions: any block marks the turn as blocked.
+    if decision.approved and CallScore.objects.filter(call_id=agent_call_id, metric="validator.blocked").exists():
+        return
+    call_score_record(call_id=agent_call_id, metric="validator.blocked", value=0.0 if decision.approved else 1.0,
+                      source="validator")
+
+
+def _handle_call(
+    task: AgentTask, call, ctx: tools.ExecutionContext, result: RunResult, agent_call_id: int | None = None,
+) -> tuple[str, bool]:
     """Validate (when the registry says so) and execute one tool call. (content, is_error)."""
     try:
         spec = registry.get(call.name)
@@ -153,6 +169,7 @@ def _handle_call(task: AgentTask, call, ctx: tools.ExecutionContext, result: Run
             justification=justification, tool_call_id=call.id,
         )
         result.decisions.append(decision)
+        _score_proposal(agent_call_id, decision)
         _call_event(task, spec.name, arguments, justification)
         if not decision.approved:
             text = _blocked_text(decision)
@@ -174,8 +191,9 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
-    variant = routing.assign("agent", user).prompt_variant
-    system = agent_prompts.system_prompt(user=user, team=team, memory_text=memory.text, variant=variant)
+    assignment = gateway.assign("agent", user)
+    system = agent_prompts.system_prompt(user=user, team=team, memory_text=memory.text,
+                                         variant=assignment.prompt_variant)
     messages = [{"role": "user", "content": agent_prompts.history_message(task, task.events.order_by("seq"))}]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
@@ -184,8 +202,8 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
         result.turns += 1
         try:
             completion = gateway.complete(
-                route="agent", user=user, team=team, system=system, messages=messages, tools=agent_tools,
-                tool_choice={"type": "auto"},
+                route="agent", user=user, team=team, assignment=assignment, system=system, messages=messages,
+                tools=agent_tools, tool_choice={"type": "auto"},
             )
         except ModelError as exc:
             logger.warning("agent turn failed on task %s: %s", task.pk, exc)
@@ -201,7 +219,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
         messages.append(completion.assistant_message())
         tool_results = []
         for call in completion.tool_calls:
-            content, is_error = _handle_call(task, call, ctx, result)
+            content, is_error = _handle_call(task, call, ctx, result, completion.call_id)
             tool_results.append({"type": "tool_result", "tool_use_id": call.id, "content": content,
                                  "is_error": is_error})
         messages.append({"role": "user", "content": tool_results})

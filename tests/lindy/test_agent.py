@@ -5,7 +5,7 @@ import pytest
 from django.test import override_settings
 
 from lindy import agent
-from router.models import ModelCall
+from router.models import CallScore, ModelCall
 from tests.fakes.anthropic_api import FakeAnthropic, text_block, tool_use_block
 from tests.fakes.slack_chat import FakeSlack
 from tests.validator.helpers import FAILING, RECORDER, SENT, task_with
@@ -127,6 +127,9 @@ def test_blocked_call_goes_back_to_the_agent_which_asks_the_user(cast, fake):
     assert not OutboxEntry.objects.filter(tool="send_email").exists()
     assert SENT == [{"user": cast.member.email, "body": "Jane asked for the report. Shall I send it?", "channel": "sms"}]
     assert task.events.filter(actor="assistant", content="I asked the user.").exists()
+    # The blocked proposal is an outcome signal for model rollouts on the agent route.
+    agent_call = ModelCall.objects.filter(route="agent").order_by("pk").first()
+    assert CallScore.objects.get(call=agent_call, metric="validator.blocked").value == 1.0
 
 
 def test_validated_call_without_justification_is_blocked_without_a_validator_call(cast, fake):
@@ -136,6 +139,7 @@ def test_validated_call_without_justification_is_blocked_without_a_validator_cal
     agent.run(task)
     assert len(fake.message_requests) == 2
     assert ModelCall.objects.filter(route="validator").count() == 0
+    assert CallScore.objects.get(metric="validator.blocked").value == 1.0
     decision = Decision.objects.get(task=task)
     assert decision.status == Decision.Status.BLOCKED and "no justification" in decision.reasoning
     assert fake.message_requests[1].json["messages"][-1]["content"][0]["is_error"] is True
@@ -198,5 +202,7 @@ def test_approved_call_executes_after_the_validator_call(cast, fake):
     assert decision.evidence["quotes"][0]["by_user"] is True
     entry = OutboxEntry.objects.get(decision=decision)
     assert entry.adapter == "outbox" and entry.status == "recorded"  # no Slack token configured
+    agent_call = ModelCall.objects.filter(route="agent").order_by("pk").first()
+    assert CallScore.objects.get(call=agent_call, metric="validator.blocked").value == 0.0
     tool_result = fake.message_requests[2].json["messages"][-1]["content"][0]
     assert tool_result["is_error"] is False and "recorded in the outbox" in tool_result["content"]
