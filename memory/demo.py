@@ -76,8 +76,7 @@ def _seed_acme(fs: FileSystem, admin, user) -> None:
                                           "procedures/deploys.md", "procedures/weekly-report.md")}
     lines = {p: ACME_INDEX_LINES[p] for p in first}
     services.changes_apply(
-        filesystem=fs, author_kind="memory_agent", message="Hydration: Slack #general, all-hands notes, public tasks",
-        source_kind="hydration_run", source_id="demo-1",
+        filesystem=fs, author_kind="system", message="Demo data: people, customers and procedures",
         changes=[Change("create", "master.md", content=ACME_MASTER),
                  *[Change("create", p, content=c) for p, c in first.items()],
                  Change("write", "index.md", content=_index(lines))],
@@ -85,8 +84,7 @@ def _seed_acme(fs: FileSystem, admin, user) -> None:
     rest = {p: c for p, c in ACME_FILES.items() if p not in first}
     lines.update({p: ACME_INDEX_LINES[p] for p in rest})
     services.changes_apply(
-        filesystem=fs, author_kind="memory_agent", message="Hydration: Initech renewal call, offsite task",
-        source_kind="hydration_run", source_id="demo-2",
+        filesystem=fs, author_kind="system", message="Demo data: projects and the Initech renewal",
         changes=[*[Change("create", p, content=c) for p, c in rest.items()],
                  Change("write", "index.md", content=_index(lines))],
     )
@@ -105,8 +103,7 @@ def _seed_user(fs: FileSystem, user, master: str, files: dict[str, tuple[str, st
     )
     if files:
         services.changes_apply(
-            filesystem=fs, author_kind="learner", message="Learned from sent mail", source_kind="learner_run",
-            source_id="demo-1",
+            filesystem=fs, author_kind="system", message="Demo data: drafting preferences",
             changes=[*[Change("create", p, content=c) for p, (c, _) in files.items()],
                      Change("write", "index.md", content=_index({p: d for p, (_, d) in files.items()}))],
         )
