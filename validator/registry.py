@@ -211,3 +211,11 @@ def describe(tool_name: str, arguments: dict) -> str:
     }
     text = texts.get(tool_name)
     return text() if text else tool_name
+
+
+def argument_rows(arguments) -> list[tuple[str, object]]:
+    """Arguments as (name, value) rows for pages, lists joined."""
+    return [
+        (key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+        for key, value in (arguments or {}).items()
+    ] if isinstance(arguments, dict) else []
