@@ -181,15 +181,21 @@ def decision_authorize(*, decision_id: int, user) -> Decision:
     from lindy import tools
 
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.AUTHORIZED)
-    result = tools.execute(
-        tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
-        decision.tool, decision.arguments,
-    )
+    try:
+        result = tools.execute(
+            tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
+            decision.tool, decision.arguments,
+        )
+    except Exception as exc:
+        # The claim stands (the action must never run twice); the failure is recorded and shown.
+        logger.exception("executing authorized decision %s failed", decision.pk)
+        result = tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
     Decision.objects.filter(pk=decision.pk).update(executed_at=timezone.now(), execution_result=result.as_dict())
     if decision.task is not None:
         lindy_services.task_event_add(
             task=decision.task, actor=TaskEvent.Actor.TOOL, tool_name=decision.tool,
-            content=f"Authorized by {user.email} and executed: {decision.description}. Result: {result.content}",
+            content=f"Authorized by {user.email} and {'executed' if result.ok else 'attempted'}: "
+            f"{decision.description}. Result: {result.content}",
         )
     decision.refresh_from_db()
     return decision
