@@ -190,6 +190,15 @@ def visible_decisions(user):
     return Decision.objects.filter(user=user, team_id__in=team_ids(user))
 
 
+def visible_outbox(user):
+    """What the assistant executed (or only recorded) for this user: theirs alone."""
+    from validator.models import OutboxEntry
+
+    if not can_review_actions(user):
+        return OutboxEntry.objects.none()
+    return OutboxEntry.objects.filter(user=user, team_id__in=team_ids(user))
+
+
 def can_authorize_decision(user, decision) -> bool:
     return decision.user_id == getattr(user, "pk", None) and is_member(user, decision.team_id)
 

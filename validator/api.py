@@ -77,6 +77,26 @@ class DecisionOut(Schema):
     execution_result: dict | None
 
 
+class OutboxOut(Schema):
+    id: int
+    task_id: int | None
+    decision_id: int | None
+    tool: str
+    description: str
+    arguments: dict
+    adapter: str
+    status: str
+    sent: bool
+    response: dict | None
+    error: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_sent(obj) -> bool:
+        return obj.status == "sent"
+
+
+OutboxStatus = Literal["recorded", "sent", "failed"]
 StatusName = Literal["exempt", "allowed", "executed", "blocked", "authorized", "dismissed", "suggestion_followed"]
 
 
@@ -131,6 +151,13 @@ def check(request, payload: CheckIn):
 @paginate(LimitOffsetPagination)
 def decision_list(request, status: StatusName | None = None):
     return selectors.decision_list(request.user, status).select_related("resolved_by")
+
+
+@router.get("/outbox", response=list[OutboxOut],
+            summary="What the assistant executed for you: sent, failed, or recorded only (no live integration)")
+@paginate(LimitOffsetPagination)
+def outbox_list(request, status: OutboxStatus | None = None):
+    return selectors.outbox_list(request.user, status)
 
 
 @router.get("/decisions/{decision_id}", response=DecisionOut, summary="One of your decisions")

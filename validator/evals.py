@@ -25,7 +25,7 @@ from .services import validation_request
 def build_eval_request(case: dict, variant: str) -> dict:
     action = case["action"]
     spec = registry.get(action["tool"])
-    if spec.exempt:
+    if registry.is_exempt(registry.effect_for(spec, action.get("arguments", {}), case.get("user_email", ""))):
         raise Shortcut("exempt", f"{action['tool']} is exempt in the tool registry: no validator call")
     justification = action.get("justification") or ""
     if not justification.strip():

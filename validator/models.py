@@ -88,6 +88,10 @@ class Decision(models.Model):
         return registry.describe(self.tool, self.arguments)
 
     @property
+    def argument_rows(self) -> list:
+        return registry.argument_rows(self.arguments)
+
+    @property
     def effect_label(self) -> str:
         return registry.EFFECT_LABELS.get(self.effect, self.effect)
 
@@ -120,9 +124,18 @@ class OutboxEntry(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         verbose_name_plural = "outbox entries"
+        indexes = [models.Index(fields=["user", "created_at"])]
 
     def __str__(self):
         return f"{self.tool} via {self.adapter} ({self.status})"
+
+    @property
+    def description(self) -> str:
+        return registry.describe(self.tool, self.arguments)
+
+    @property
+    def argument_rows(self) -> list:
+        return registry.argument_rows(self.arguments)
 
 
 class Conversation(models.Model):

@@ -51,6 +51,8 @@ class Tool:
     description: str
     effect: str
     input_schema: dict
+    # Required list arguments that may be empty (otherwise a required list must name someone).
+    may_be_empty: frozenset = frozenset()
 
     @property
     def validated(self) -> bool:
@@ -91,9 +93,10 @@ TOOLS: dict[str, Tool] = {
              _schema({"thread_id": _STR, "body": _STR}, ["thread_id", "body"])),
         Tool("forward_email", "Forward an email to other people.", THIRD_PARTY,
              _schema({"message_id": _STR, "to": _STR_LIST, "note": _STR}, ["message_id", "to"])),
-        Tool("create_calendar_event", "Create a calendar event; attendees other than the user get invited.",
+        Tool("create_calendar_event", "Create a calendar event; attendees other than the user get invited. "
+             "An event with no attendees but the user (an empty list) reaches no one and is not validated.",
              THIRD_PARTY, _schema({"title": _STR, "start": _STR, "end": _STR, "attendees": _STR_LIST},
-                                  ["title", "start", "end", "attendees"])),
+                                  ["title", "start", "end", "attendees"]), may_be_empty=frozenset({"attendees"})),
         Tool("send_calendar_invite", "Invite people to an existing calendar event.", THIRD_PARTY,
              _schema({"event_id": _STR, "attendees": _STR_LIST}, ["event_id", "attendees"])),
         Tool("post_slack_message", "Post a message in a Slack channel.", THIRD_PARTY,
@@ -128,6 +131,23 @@ def effect_of(name: str) -> str:
     return get(name).effect
 
 
+def effect_for(tool: Tool, arguments: dict, user_email: str = "") -> str:
+    """The effect class of one call. It is the tool's, except for a calendar event whose only
+    attendee is the user (or that has none): it reaches no one else, so it is `none`."""
+    if tool.name == "create_calendar_event" and isinstance(arguments, dict):
+        me = (user_email or "").strip().casefold()
+        attendees = arguments.get("attendees") or []
+        if isinstance(attendees, list) and all(
+            isinstance(a, str) and a.strip().casefold() == me for a in attendees
+        ):
+            return NONE
+    return tool.effect
+
+
+def is_exempt(effect: str) -> bool:
+    return effect in EXEMPT_CLASSES
+
+
 def agent_tools() -> list[dict]:
     return [tool.for_agent() for tool in TOOLS.values()]
 
@@ -156,7 +176,7 @@ def argument_errors(tool: Tool, arguments) -> list[str]:
             errors.append(f"{key}: must be of type {spec['type']}")
         elif spec["type"] == "array" and not all(isinstance(item, str) for item in value):
             errors.append(f"{key}: every item must be a string")
-        elif spec["type"] == "array" and not value and key in schema["required"]:
+        elif spec["type"] == "array" and not value and key in schema["required"] and key not in tool.may_be_empty:
             errors.append(f"{key}: must not be empty")
     return errors
 
@@ -180,7 +200,7 @@ def describe(tool_name: str, arguments: dict) -> str:
         "reply_to_email": lambda: f"Reply in email thread {a.get('thread_id', '')}",
         "forward_email": lambda: f"Forward email {a.get('message_id', '')} to {listed('to')}",
         "create_calendar_event": lambda: f"Create the event “{a.get('title', '')}” from {a.get('start', '')} "
-        f"to {a.get('end', '')} with {listed('attendees')}",
+        f"to {a.get('end', '')} with {listed('attendees') if a.get('attendees') else 'only you'}",
         "send_calendar_invite": lambda: f"Invite {listed('attendees')} to event {a.get('event_id', '')}",
         "post_slack_message": lambda: f"Post in Slack channel {a.get('channel', '')}",
         "delete_email": lambda: f"Delete email {a.get('message_id', '')} permanently",
@@ -191,3 +211,11 @@ def describe(tool_name: str, arguments: dict) -> str:
     }
     text = texts.get(tool_name)
     return text() if text else tool_name
+
+
+def argument_rows(arguments) -> list[tuple[str, object]]:
+    """Arguments as (name, value) rows for pages, lists joined."""
+    return [
+        (key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+        for key, value in (arguments or {}).items()
+    ] if isinstance(arguments, dict) else []

@@ -28,6 +28,13 @@ def decision_list(user, status: str | None = None):
     return queryset.order_by("-created_at", "-pk")
 
 
+def outbox_list(user, status: str | None = None):
+    queryset = permissions.visible_outbox(user).select_related("task", "decision")
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("-created_at", "-pk")
+
+
 def decision_detail(user, decision_id) -> Decision:
     return permissions.get_visible_or_404(
         permissions.visible_decisions(user).select_related("task", "team", "resolved_by"), pk=decision_id

@@ -47,13 +47,13 @@ def _memories(user) -> list:
 
 def validation_request(
     *, tool: str, arguments: dict, justification: str, evidence: dict, history: list[dict], documents: list,
-    variant: str = "default",
+    variant: str = "default", effect: str = "",
 ) -> dict:
     """The validator's model request (system, messages, tools, tool_choice, max_tokens) for one
     action: what `check` sends, and what the offline eval of the `validator` route replays."""
     spec = registry.get(tool)
     payload = prompts.request_payload(
-        action={"tool": tool, "effect": spec.effect, "arguments": arguments,
+        action={"tool": tool, "effect": effect or spec.effect, "arguments": arguments,
                 "description": registry.describe(tool, arguments)},
         justification=justification, evidence=evidence, history=history,
         memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
@@ -77,19 +77,20 @@ def check(
     justification is blocked without a model call. A model error or a malformed verdict
     blocks (fail closed) and is marked as a validator failure."""
     spec = registry.get(tool)
+    effect = registry.effect_for(spec, arguments, user.email)
     if task is not None:
         history = task_history(task)
     history = history or []
     decision = Decision(
-        team=team, user=user, task=task, tool=tool, effect=spec.effect, arguments=arguments,
+        team=team, user=user, task=task, tool=tool, effect=effect, arguments=arguments,
         justification=justification or "", tool_call_id=tool_call_id,
         history=[] if task is not None else history[-MAX_STORED_HISTORY:],
         event_seq=history[-1]["seq"] if task is not None and history else None,
     )
-    if spec.exempt:
+    if registry.is_exempt(effect):
         decision.approved = True
         decision.status = Decision.Status.EXEMPT
-        decision.reasoning = f"Exempt: {registry.EFFECT_LABELS[spec.effect].lower()}; not validated."
+        decision.reasoning = f"Exempt: {registry.EFFECT_LABELS[effect].lower()}; not validated."
         decision.save()
         return decision
 
@@ -107,7 +108,7 @@ def check(
     assignment = gateway.assign("validator", user)
     request = validation_request(
         tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,
-        history=history, documents=documents, variant=assignment.prompt_variant,
+        history=history, documents=documents, variant=assignment.prompt_variant, effect=effect,
     )
     try:
         completion = gateway.complete(route="validator", user=user, team=team, assignment=assignment, **request)
@@ -180,15 +181,21 @@ def decision_authorize(*, decision_id: int, user) -> Decision:
     from lindy import tools
 
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.AUTHORIZED)
-    result = tools.execute(
-        tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
-        decision.tool, decision.arguments,
-    )
+    try:
+        result = tools.execute(
+            tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
+            decision.tool, decision.arguments,
+        )
+    except Exception as exc:
+        # The claim stands (the action must never run twice); the failure is recorded and shown.
+        logger.exception("executing authorized decision %s failed", decision.pk)
+        result = tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
     Decision.objects.filter(pk=decision.pk).update(executed_at=timezone.now(), execution_result=result.as_dict())
     if decision.task is not None:
         lindy_services.task_event_add(
             task=decision.task, actor=TaskEvent.Actor.TOOL, tool_name=decision.tool,
-            content=f"Authorized by {user.email} and executed: {decision.description}. Result: {result.content}",
+            content=f"Authorized by {user.email} and {'executed' if result.ok else 'attempted'}: "
+            f"{decision.description}. Result: {result.content}",
         )
     decision.refresh_from_db()
     return decision

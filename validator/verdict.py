@@ -27,14 +27,15 @@ class Verdict:
 def parse_object(data) -> Verdict:
     if not isinstance(data, dict):
         raise MalformedVerdict("The verdict is not an object.")
-    missing = {"approved", "reasoning", "confidence"} - set(data)
+    # Exactly the four keys: suggestedNextStep too (null when approved), as the schema requires.
+    missing = KEYS - set(data)
     if missing:
         raise MalformedVerdict(f"The verdict lacks {', '.join(sorted(missing))}.")
     extra = set(data) - KEYS
     if extra:
         raise MalformedVerdict(f"The verdict has unexpected keys: {', '.join(sorted(extra))}.")
     approved, reasoning, confidence = data["approved"], data["reasoning"], data["confidence"]
-    step = data.get("suggestedNextStep")
+    step = data["suggestedNextStep"]
     if not isinstance(approved, bool):
         raise MalformedVerdict("approved must be true or false.")
     if not isinstance(reasoning, str) or not reasoning.strip():

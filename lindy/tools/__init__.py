@@ -37,12 +37,53 @@ class ToolResult:
         return asdict(self)
 
 
-def execute(ctx: ExecutionContext, tool: str, arguments: dict) -> ToolResult:
-    registry.get(tool)  # unknown tools never execute
+SEARCH, USER_CHANNEL, SLACK, OUTBOX = "search", "user_channel", "slack", "outbox"
+
+
+def adapter_for(tool: str) -> str:
+    """Which adapter runs this tool now. Email (Gmail) and calendar tools have no live adapter
+    in this product: they are always recorded in the outbox, and pages say so."""
+    registry.get(tool)
     if tool == "search_tasks":
-        return search.run(ctx, arguments, ToolResult)
+        return SEARCH
     if tool in ("reply_to_user", "send_sms_to_user"):
-        return user_channel.send(ctx, tool, arguments, ToolResult)
+        return USER_CHANNEL
     if tool == "post_slack_message" and slack.configured():
+        return SLACK
+    return OUTBOX
+
+
+def recorded_only(tool: str) -> bool:
+    """True when running this tool only writes it down: nothing leaves the system."""
+    return adapter_for(tool) == OUTBOX
+
+
+def execute(ctx: ExecutionContext, tool: str, arguments: dict) -> ToolResult:
+    adapter = adapter_for(tool)  # unknown tools never execute
+    if adapter == SEARCH:
+        return search.run(ctx, arguments, ToolResult)
+    if adapter == USER_CHANNEL:
+        return user_channel.send(ctx, tool, arguments, ToolResult)
+    if adapter == SLACK:
         return slack.post(ctx, arguments, ToolResult)
     return outbox.record(ctx, tool, arguments, ToolResult)
+
+
+# What the outbox page tells the user about each kind of action, in the registry's words.
+_INTEGRATIONS = [
+    ("Email (Gmail)", ("send_email", "reply_to_email", "forward_email", "delete_email", "archive_email", "draft_email")),
+    ("Calendar", ("create_calendar_event", "send_calendar_invite", "delete_calendar_event")),
+    ("Slack posts", ("post_slack_message",)),
+    ("Payments and file sharing", ("pay_invoice", "share_file_externally")),
+    ("Messages to you", ("reply_to_user", "send_sms_to_user")),
+]
+
+
+def integrations() -> list[dict]:
+    """Per kind of action: is it live (really sent) or recorded only."""
+    rows = []
+    for label, names in _INTEGRATIONS:
+        adapters = {adapter_for(name) for name in names}
+        rows.append({"label": label, "tools": names, "live": OUTBOX not in adapters,
+                     "adapter": ", ".join(sorted(adapters))})
+    return rows

@@ -206,3 +206,16 @@ def test_approved_call_executes_after_the_validator_call(cast, fake):
     assert CallScore.objects.get(call=agent_call, metric="validator.blocked").value == 0.0
     tool_result = fake.message_requests[2].json["messages"][-1]["content"][0]
     assert tool_result["is_error"] is False and "recorded in the outbox" in tool_result["content"]
+
+
+def test_a_calendar_event_for_the_user_alone_runs_without_the_validator(cast, fake):
+    task = task_with(cast.member, cast.team, [("user", "Block two hours of focus time tomorrow morning")])
+    fake.reply_tool_use("create_calendar_event", {"title": "Focus", "start": "2026-11-30T09:00",
+                                                  "end": "2026-11-30T11:00", "attendees": [],
+                                                  "justification": '"Block two hours of focus time"'})
+    fake.reply_text("Blocked the time.")
+    assert agent.run(task).stopped == "done"
+    assert len(fake.message_requests) == 2  # no validator call in between
+    assert Decision.objects.count() == 0
+    entry = OutboxEntry.objects.get(tool="create_calendar_event")
+    assert entry.status == "recorded" and entry.decision is None

@@ -129,3 +129,14 @@ def test_dismiss(cast, api_for):
 
 def test_unauthenticated(client):
     assert client.post("/api/validator/check", {}, content_type="application/json").status_code == 401
+
+
+def test_another_teams_id_and_wrong_types_are_4xx(cast, api_for):
+    api = api_for(cast.member)
+    body = {"history": [], "action": {**SEND, "justification": '"x"'}}
+    assert api.post("/api/validator/check", {**body, "team_id": cast.other_team.pk}).status_code == 404
+    assert api.post("/api/validator/check", {**body, "team_id": "acme"}).status_code == 422
+    assert api.post("/api/validator/check", {**body, "action": {**SEND, "justification": 7}}).status_code == 422
+    assert api.post("/api/validator/check", [1, 2]).status_code in (400, 422)
+    assert api.post("/api/validator/decisions/999999/authorize").status_code == 404
+    assert Decision.objects.count() == 0

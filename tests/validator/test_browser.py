@@ -59,3 +59,10 @@ def test_user_authorizes_a_blocked_action_once_and_an_admin_cannot(browser_page,
     assert OutboxEntry.objects.filter(decision=decision).count() == 1
     page.goto(page.live_server_url + "/validator/")
     assert page.locator("[data-badge='blocked-actions']").count() == 0
+    # The email had no live integration: the outcome and the user's outbox both say it was recorded, not sent.
+    page.goto(f"{page.live_server_url}/validator/decisions/{decision.pk}/")
+    assert "Recorded, not sent" in page.locator("[data-execution]").inner_text()
+    page.click("[data-execution] a")
+    row = page.locator("tr[data-outbox]")
+    assert row.count() == 1 and "Recorded — not sent" in row.inner_text()
+    assert "no live integration" in page.locator("[data-integration='Email (Gmail)']").inner_text()

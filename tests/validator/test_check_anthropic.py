@@ -68,6 +68,8 @@ def test_block_with_suggestion(fake, cast):
 @pytest.mark.parametrize("reply", [
     ("tool", "record_verdict", {"approved": "yes", "reasoning": "x", "confidence": "high", "suggestedNextStep": None}),
     ("tool", "record_verdict", {"approved": True, "reasoning": "x"}),
+    ("tool", "record_verdict", {"approved": True, "reasoning": "x", "confidence": "high"}),
+    ("tool", "record_verdict", {**VERDICT_OK, "suggestedNextStep": 3}),
     ("tool", "record_verdict", {"approved": True, "reasoning": "x", "confidence": "certain", "suggestedNextStep": None}),
     ("tool", "record_verdict", {**VERDICT_OK, "execute": True}),
     ("tool", "record_verdict", {**VERDICT_OK, "reasoning": "  "}),

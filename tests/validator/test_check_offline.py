@@ -166,3 +166,14 @@ def test_history_without_a_task_is_stored_on_the_decision(cast):
         history=[{"seq": 1, "actor": "user", "content": "Please post hi in #general", "name": ""}],
     )
     assert decision.approved and decision.task is None and decision.history[0]["content"].startswith("Please")
+
+
+def test_a_calendar_event_for_the_user_alone_is_exempt_and_one_with_others_is_validated(cast):
+    task = task_with(cast.member, cast.team, [("external", "Let's meet Friday!", "jane@initech.test")])
+    base = {"title": "Prep", "start": "2026-12-04T09:00", "end": "2026-12-04T10:00"}
+    solo = check(cast, task, "create_calendar_event", {**base, "attendees": [cast.member.email]}, "")
+    assert solo.status == Decision.Status.EXEMPT and solo.effect == "none"
+    assert ModelCall.objects.count() == 0
+    with_jane = check(cast, task, "create_calendar_event", {**base, "attendees": ["jane@initech.test"]},
+                      'Jane said "Let\'s meet Friday!"')
+    assert with_jane.status == Decision.Status.BLOCKED and with_jane.effect == "third_party"

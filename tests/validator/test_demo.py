@@ -16,3 +16,11 @@ def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
         ("user@acme.test", "send_email", "executed"),
     }
     assert all(d.model_call_id for d in Decision.objects.all())
+
+
+def test_the_demo_send_is_in_the_users_outbox_as_recorded():
+    from validator.models import OutboxEntry
+
+    demo.seed()
+    entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email")
+    assert entry.status == "recorded" and entry.adapter == "outbox" and entry.decision.status == "executed"

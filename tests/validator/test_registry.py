@@ -68,7 +68,23 @@ def test_unknown_tool():
 def test_api_status_filter_names_every_status():
     from typing import get_args
 
+    import lindy.api_root  # noqa: F401  (mounts validator.api; importing that first would be circular)
     from validator.api import StatusName
     from validator.models import Decision
 
     assert set(get_args(StatusName)) == set(Decision.Status.values)
+
+
+def test_a_calendar_event_only_the_user_attends_is_not_third_party():
+    event = registry.get("create_calendar_event")
+    base = {"title": "Focus", "start": "2026-12-01T09:00", "end": "2026-12-01T11:00"}
+    assert registry.argument_errors(event, {**base, "attendees": []}) == []
+    assert registry.effect_for(event, {**base, "attendees": []}, "me@acme.test") == "none"
+    assert registry.effect_for(event, {**base, "attendees": [" Me@Acme.test"]}, "me@acme.test") == "none"
+    assert registry.effect_for(event, {**base, "attendees": ["me@acme.test", "jane@initech.test"]},
+                               "me@acme.test") == "third_party"
+    assert registry.effect_for(event, {**base, "attendees": ["jane@initech.test"]}, "") == "third_party"
+    # Other tools keep their class whatever the arguments; other required lists must name someone.
+    assert registry.effect_for(registry.get("send_email"), {"to": []}, "me@acme.test") == "third_party"
+    invite = registry.get("send_calendar_invite")
+    assert "attendees: must not be empty" in registry.argument_errors(invite, {"event_id": "e1", "attendees": []})

@@ -221,3 +221,22 @@ def test_stats_series_is_a_daily_block_rate_over_the_period(cast):
     pay = next(t for t in stats["tools"] if t["tool"] == "pay_invoice")
     assert (pay["total"], pay["blocked"]) == (3, 2)
     assert pay["series"][-1] == 50.0 and pay["series"][-4] == 100.0 and pay["series"][0] is None
+
+
+def test_an_execution_error_after_authorizing_is_recorded_not_a_500(cast, monkeypatch):
+    from lindy import tools
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("adapter exploded")
+
+    decision = blocked_payment(cast)
+    monkeypatch.setattr(tools, "execute", broken)
+    client = client_for(cast.member)
+    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True)
+    assert response.status_code == 200 and b"adapter exploded" in response.content
+    decision.refresh_from_db()
+    assert decision.status == "authorized" and decision.execution_result["ok"] is False
+    assert decision.task.events.filter(content__contains="adapter exploded").count() == 1
+    assert client.post(f"/validator/decisions/{decision.pk}/authorize/").status_code == 302  # refused, once only
+    decision.refresh_from_db()
+    assert decision.execution_result["ok"] is False
