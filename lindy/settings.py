@@ -231,10 +231,6 @@ MEMORY_FILE_TOKEN_BUDGET = int(os.environ.get("MEMORY_FILE_TOKEN_BUDGET", 8_000)
 MEMORY_ALWAYS_LOADED_TOKEN_BUDGET = int(os.environ.get("MEMORY_ALWAYS_LOADED_TOKEN_BUDGET", 24_000))
 
 # validator (and the agent loop in lindy/agent.py)
-# Slack posts by the agent go through slack_sdk with this bot token; without one they are
-# written to the outbox as recorded actions. The base URL is overridable for tests and proxies.
-LINDY_SLACK_BOT_TOKEN = os.environ.get("LINDY_SLACK_BOT_TOKEN", "")
-LINDY_SLACK_API_URL = os.environ.get("LINDY_SLACK_API_URL", "https://slack.com/api/")
 # A user's messages on one channel conversation feed the same task until it has been idle this long.
 LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
 

@@ -52,13 +52,13 @@ def outbox(request):
         request.GET.get("page"))
     template = "validator/outbox.html#outbox-rows" if request.htmx else "validator/outbox.html"
     return render(request, template, {
-        "page": page, "show": show, "filters": OUTBOX_FILTERS, "integrations": tools.integrations(),
+        "page": page, "show": show, "filters": OUTBOX_FILTERS, "integrations": tools.integrations(permissions.team_ids(request.user)),
     })
 
 
 def _detail_context(request, decision: Decision) -> dict:
     return {
-        "recorded_only": tools.recorded_only(decision.tool),
+        "recorded_only": tools.recorded_only(decision.tool, [decision.team_id]),
         "decision": decision,
         "history": selectors.history_around(decision),
         "argument_rows": decision.argument_rows,

@@ -40,26 +40,27 @@ class ToolResult:
 SEARCH, USER_CHANNEL, SLACK, OUTBOX = "search", "user_channel", "slack", "outbox"
 
 
-def adapter_for(tool: str) -> str:
-    """Which adapter runs this tool now. Email (Gmail) and calendar tools have no live adapter
-    in this product: they are always recorded in the outbox, and pages say so."""
+def adapter_for(tool: str, team_ids=()) -> str:
+    """Which adapter runs this tool now for these teams. Email (Gmail) and calendar tools have no
+    live adapter in this product: they are always recorded in the outbox, and pages say so.
+    Slack posts are live where the team installed Slack."""
     registry.get(tool)
     if tool == "search_tasks":
         return SEARCH
     if tool in ("reply_to_user", "send_sms_to_user"):
         return USER_CHANNEL
-    if tool == "post_slack_message" and slack.configured():
+    if tool == "post_slack_message" and slack.configured(team_ids):
         return SLACK
     return OUTBOX
 
 
-def recorded_only(tool: str) -> bool:
+def recorded_only(tool: str, team_ids=()) -> bool:
     """True when running this tool only writes it down: nothing leaves the system."""
-    return adapter_for(tool) == OUTBOX
+    return adapter_for(tool, team_ids) == OUTBOX
 
 
 def execute(ctx: ExecutionContext, tool: str, arguments: dict) -> ToolResult:
-    adapter = adapter_for(tool)  # unknown tools never execute
+    adapter = adapter_for(tool, [ctx.team.pk])  # unknown tools never execute
     if adapter == SEARCH:
         return search.run(ctx, arguments, ToolResult)
     if adapter == USER_CHANNEL:
@@ -79,11 +80,11 @@ _INTEGRATIONS = [
 ]
 
 
-def integrations() -> list[dict]:
-    """Per kind of action: is it live (really sent) or recorded only."""
+def integrations(team_ids=()) -> list[dict]:
+    """Per kind of action: is it live (really sent) or recorded only, for these teams."""
     rows = []
     for label, names in _INTEGRATIONS:
-        adapters = {adapter_for(name) for name in names}
+        adapters = {adapter_for(name, team_ids) for name in names}
         rows.append({"label": label, "tools": names, "live": OUTBOX not in adapters,
                      "adapter": ", ".join(sorted(adapters))})
     return rows

@@ -1,35 +1,55 @@
-"""post_slack_message through slack_sdk's WebClient (base URL configurable for tests and proxies)."""
+"""post_slack_message through slack_sdk's WebClient, with the bot token of the team's Slack
+installation (channels_app), and only in channels the assistant was added to."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import Q
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from channels_app.models import SlackChannel, SlackInstallation
 from validator.models import OutboxEntry
 
 from .outbox import entry_create
 
 
-def configured() -> bool:
-    return bool(getattr(settings, "LINDY_SLACK_BOT_TOKEN", ""))
+def configured(team_ids) -> bool:
+    """Is Slack installed, with a bot token, for any of these teams?"""
+    return SlackInstallation.objects.filter(team_id__in=team_ids).exclude(bot_token="").exists()
 
 
-def client() -> WebClient:
-    return WebClient(token=settings.LINDY_SLACK_BOT_TOKEN, base_url=settings.LINDY_SLACK_API_URL, timeout=15)
+def _channel(team, name_or_id: str) -> SlackChannel | None:
+    name = name_or_id.lstrip("#")
+    return (
+        SlackChannel.objects.select_related("installation")
+        .filter(team=team, active=True, installation__isnull=False)
+        .exclude(installation__bot_token="")
+        .filter(Q(channel_id=name_or_id) | Q(name=name))
+        .first()
+    )
+
+
+def _failed(ctx, arguments: dict, result_cls, error: str, content: str):
+    entry = entry_create(ctx, "post_slack_message", arguments, adapter="slack", status=OutboxEntry.Status.FAILED,
+                         error=error)
+    return result_cls(ok=False, adapter="slack", data={"outbox_id": entry.pk}, content=content)
 
 
 def post(ctx, arguments: dict, result_cls):
+    channel = _channel(ctx.team, arguments["channel"])
+    if channel is None:
+        return _failed(ctx, arguments, result_cls, "not_in_channel",
+                       f"The assistant was not added to a Slack channel {arguments['channel']!r} in this team's "
+                       "workspace; it only posts where it was added.")
+    client = WebClient(token=channel.installation.bot_token, base_url=settings.SLACK_API_BASE_URL, timeout=15)
     try:
-        response = client().chat_postMessage(channel=arguments["channel"], text=arguments["text"])
+        response = client.chat_postMessage(channel=channel.channel_id, text=arguments["text"])
     except (SlackApiError, SlackClientError, OSError) as exc:
         error = exc.response.get("error") if isinstance(exc, SlackApiError) else str(exc)
-        entry = entry_create(ctx, "post_slack_message", arguments, adapter="slack",
-                             status=OutboxEntry.Status.FAILED, error=str(error))
-        return result_cls(ok=False, adapter="slack", data={"outbox_id": entry.pk},
-                          content=f"Slack refused the message: {error}")
+        return _failed(ctx, arguments, result_cls, str(error), f"Slack refused the message: {error}")
     data = {"channel": response.get("channel"), "ts": response.get("ts")}
     entry = entry_create(ctx, "post_slack_message", arguments, adapter="slack", status=OutboxEntry.Status.SENT,
                          response=data)
     return result_cls(ok=True, adapter="slack", data={"outbox_id": entry.pk, **data},
-                      content=f"Posted in Slack channel {data['channel']} (ts {data['ts']}).")
+                      content=f"Posted in Slack channel #{channel.name or channel.channel_id} (ts {data['ts']}).")

@@ -29,7 +29,8 @@ class FakeSlack(FakeServer):
         if recorded.headers.get("authorization") != f"Bearer {self.BOT_TOKEN}":
             return Reply(200, {"ok": False, "error": "invalid_auth"})
         params = _params(recorded)
-        channel = self.CHANNELS.get(params.get("channel", ""), None)
+        asked = params.get("channel", "")
+        channel = self.CHANNELS.get(asked) or (asked if asked in self.CHANNELS.values() else None)
         if channel is None:
             return Reply(200, {"ok": False, "error": "channel_not_found"})
         ts = f"1700000000.{next(_ts):06d}"
@@ -42,7 +43,24 @@ class FakeSlack(FakeServer):
         return [_params(r) for r in self.requests_to("POST", "/api/chat.postMessage")]
 
     def settings(self) -> dict:
-        return {"LINDY_SLACK_BOT_TOKEN": self.BOT_TOKEN, "LINDY_SLACK_API_URL": self.url + "/api/"}
+        return {"SLACK_API_BASE_URL": self.url + "/api/"}
+
+    def install(self, team, channels=("#launch", "#general", "#secret-room")):
+        """The team installed Slack and added the assistant to these channels. (#secret-room is
+        registered here but unknown to this Slack: posting there is refused by Slack.)"""
+        from channels_app.models import SlackChannel, SlackInstallation
+
+        installation = SlackInstallation.objects.create(
+            team=team, client_id="123.456", slack_team_id="T0ACME", slack_team_name="Acme", bot_token=self.BOT_TOKEN,
+            bot_user_id="U0LINDY", bot_id="B0LINDY",
+        )
+        for name in channels:
+            SlackChannel.objects.create(
+                team=team, installation=installation, slack_team_id="T0ACME", name=name.lstrip("#"),
+                channel_id=self.CHANNELS.get(name, "C0" + name.lstrip("#").upper().replace("-", "")),
+                is_private=False, active=True,
+            )
+        return installation
 
 
 

@@ -74,10 +74,11 @@ def test_failed_user_message_is_recorded_and_reported_to_the_agent(cast, setting
     assert task.events.filter(actor="assistant", content__contains="could not reach the user").exists()
 
 
-def test_slack_post_goes_through_slack_sdk(cast):
+def test_slack_post_goes_through_slack_sdk_with_the_teams_installation(cast):
     with FakeSlack() as slack, override_settings(**slack.settings()):
+        slack.install(cast.team)
         task = inbound(cast.member, "Post in #launch saying we ship on Friday")
-    assert slack.posts == [{"channel": "#launch", "text": "we ship on Friday"}]
+    assert slack.posts == [{"channel": "C0LAUNCH", "text": "we ship on Friday"}]
     entry = OutboxEntry.objects.get(tool="post_slack_message")
     assert entry.adapter == "slack" and entry.status == "sent" and entry.response["channel"] == "C0LAUNCH"
     assert Decision.objects.get(task=task).status == Decision.Status.EXECUTED
@@ -85,10 +86,28 @@ def test_slack_post_goes_through_slack_sdk(cast):
 
 def test_slack_refusal_is_an_error_result_not_silence(cast):
     with FakeSlack() as slack, override_settings(**slack.settings()):
+        slack.install(cast.team)
         inbound(cast.member, "Post in #secret-room saying hi")
     entry = OutboxEntry.objects.get(tool="post_slack_message")
     assert entry.status == "failed" and entry.error == "channel_not_found"
     assert any("did not work" in s["body"] for s in SENT)
+
+
+def test_slack_post_only_where_the_assistant_was_added(cast):
+    with FakeSlack() as slack, override_settings(**slack.settings()):
+        slack.install(cast.team, channels=("#general",))
+        inbound(cast.member, "Post in #launch saying we ship on Friday")
+    assert slack.posts == []
+    entry = OutboxEntry.objects.get(tool="post_slack_message")
+    assert entry.status == "failed" and entry.error == "not_in_channel"
+
+
+def test_another_teams_slack_installation_is_never_used(cast):
+    with FakeSlack() as slack, override_settings(**slack.settings()):
+        slack.install(cast.other_team)
+        inbound(cast.member, "Post in #launch saying we ship on Friday")
+    assert slack.posts == []
+    assert OutboxEntry.objects.get(tool="post_slack_message").adapter == "outbox"  # recorded: no Slack for Acme
 
 
 @pytest.fixture

@@ -2,10 +2,10 @@
 honest that email and calendar actions are recorded, not sent (there is no live integration)."""
 
 import pytest
-from django.test import override_settings
 
 from lindy import tools
 from tests.conftest import client_for
+from tests.fakes.slack_chat import FakeSlack
 from validator import services
 from validator.models import OutboxEntry
 
@@ -21,13 +21,14 @@ def _executed(cast, owner, tool, arguments):
     return tools.execute(ctx, tool, arguments), task
 
 
-def test_email_and_calendar_are_recorded_only_and_slack_is_live_with_a_token(settings):
-    settings.LINDY_SLACK_BOT_TOKEN = ""
-    assert tools.recorded_only("send_email") and tools.recorded_only("create_calendar_event")
-    assert tools.recorded_only("post_slack_message") and not tools.recorded_only("reply_to_user")
-    settings.LINDY_SLACK_BOT_TOKEN = "xoxb-test"
-    assert not tools.recorded_only("post_slack_message")
-    rows = {row["label"]: row["live"] for row in tools.integrations()}
+def test_email_and_calendar_are_recorded_only_and_slack_is_live_where_installed(cast):
+    teams = [cast.team.pk]
+    assert tools.recorded_only("send_email", teams) and tools.recorded_only("create_calendar_event", teams)
+    assert tools.recorded_only("post_slack_message", teams) and not tools.recorded_only("reply_to_user", teams)
+    FakeSlack().install(cast.team)
+    assert not tools.recorded_only("post_slack_message", teams)
+    assert tools.recorded_only("post_slack_message", [cast.other_team.pk])
+    rows = {row["label"]: row["live"] for row in tools.integrations(teams)}
     assert rows["Email (Gmail)"] is False and rows["Calendar"] is False and rows["Slack posts"] is True
 
 
@@ -89,15 +90,15 @@ def test_a_blocked_email_says_before_and_after_authorizing_that_it_is_only_recor
 
 
 def test_a_live_slack_decision_does_not_claim_to_be_recorded_only(cast):
-    with override_settings(LINDY_SLACK_BOT_TOKEN="xoxb-test"):
-        decision = blocked_payment(cast)  # pay_invoice: never live
-        html = client_for(cast.member).get(f"/validator/decisions/{decision.pk}/").content.decode()
-        assert "data-recorded-only" in html
-        task = task_with(cast.member, cast.team, [("external", "post it", "x@y.test")])
-        slack = services.check(user=cast.member, team=cast.team, task=task, tool="post_slack_message",
-                               arguments={"channel": "#general", "text": "hi"}, justification='"post it"')
-        html = client_for(cast.member).get(f"/validator/decisions/{slack.pk}/").content.decode()
-        assert "data-recorded-only" not in html
+    FakeSlack().install(cast.team)
+    decision = blocked_payment(cast)  # pay_invoice: never live
+    html = client_for(cast.member).get(f"/validator/decisions/{decision.pk}/").content.decode()
+    assert "data-recorded-only" in html
+    task = task_with(cast.member, cast.team, [("external", "post it", "x@y.test")])
+    slack = services.check(user=cast.member, team=cast.team, task=task, tool="post_slack_message",
+                           arguments={"channel": "#general", "text": "hi"}, justification='"post it"')
+    html = client_for(cast.member).get(f"/validator/decisions/{slack.pk}/").content.decode()
+    assert "data-recorded-only" not in html
 
 
 def test_outbox_api_lists_only_the_users_entries(cast, api_for):
