@@ -66,6 +66,8 @@ def _percent(value) -> Decimal:
 
 
 def _event(rollout: Rollout, kind: str, from_percent, to_percent, reason: str, actor=None, evidence=None):
+    if not (reason or "").strip():
+        raise ValueError("A rollout change needs its reason.")
     return RolloutEvent.objects.create(
         rollout=rollout, kind=kind, from_percent=from_percent, to_percent=to_percent, reason=reason,
         actor=actor if getattr(actor, "pk", None) else None, evidence=evidence or {},
@@ -146,9 +148,14 @@ def rollout_stages_update(*, rollout: Rollout, stages: list[dict], actor=None) -
         index = next((i for i, s in enumerate(stages) if abs(s["percent"] - current) < 1e-9), None)
         if index is None:
             raise ValidationError(f"The stages must include the current percentage ({_num(current)}%).")
+        before, after = (stages_text(x).replace("\n", " | ") for x in (rollout.stages, stages))
         rollout.stages = stages
         rollout.stage_index = index
         rollout.save()
+        who = actor.email if getattr(actor, "pk", None) else "the system"
+        _event(rollout, RolloutEvent.Kind.STAGES_EDITED, rollout.percent, rollout.percent,
+               f"Stages edited by {who} (percent min_hours min_samples): {before} -> "
+               f"{after}. Traffic stays at {rollout.percent}%.", actor)
     return rollout
 
 

@@ -5,6 +5,8 @@ from router.models import EvalRun, ModelCall, Rollout, RolloutEvent
 from router.services import evals
 from tests.conftest import client_for
 
+from .test_guardrails import _assert_every_change_is_an_event
+
 
 @pytest.mark.django_db
 def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_queries):
@@ -19,6 +21,8 @@ def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_quer
     tuned = runs[("deepseek-v4-flash-atlas", rollout.candidate_variant)]
     assert rollout.candidate_variant in evals.eval_variants("email.draft")
     assert (tuned.status, tuned.total, tuned.errors) == ("done", 3, 0)
+    for each in Rollout.objects.all():
+        _assert_every_change_is_an_event(each)
     demo.seed()
     assert (ModelCall.objects.count(), RolloutEvent.objects.count()) == (calls, events)
 

@@ -211,3 +211,63 @@ def test_guardrail_job_is_on_the_beat_schedule(db):
     schedules.sync()
     entry = PeriodicTask.objects.get(name="router.guardrails")
     assert entry.task == "router.tasks.guardrails_check" and entry.interval.every == 900
+
+
+def _assert_every_change_is_an_event(rollout):
+    """Events chain from 0 % to the rollout's percentage now, each with a reason."""
+    rollout.refresh_from_db()
+    percent = 0
+    for event in rollout.events.order_by("created_at", "pk"):
+        assert float(event.from_percent) == percent, (event.kind, event.from_percent, percent)
+        assert event.reason.strip()
+        percent = float(event.to_percent)
+    assert percent == float(rollout.percent)
+
+
+def test_every_percentage_change_is_an_event_with_a_reason(rollout, cast):
+    from django.core.exceptions import ValidationError
+
+    from router.services.rollouts import _event
+
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8] * 12)
+    assert services.rollout_check(rollout=rollout) == "ramp"  # the guardrail job
+    services.rollout_stages_update(rollout=rollout, actor=cast.superuser, stages=[
+        {"percent": 1, "min_hours": 1, "min_samples": 5}, {"percent": 10, "min_hours": 1, "min_samples": 5},
+        {"percent": 50, "min_hours": 1, "min_samples": 5}, {"percent": 100, "min_hours": 0, "min_samples": 0}])
+    services.rollout_pause(rollout=rollout, actor=cast.superuser)
+    services.rollout_resume(rollout=rollout, actor=cast.superuser)
+    services.rollout_ramp(rollout=rollout, actor=cast.superuser, reason="Scores look fine; ramping by hand.")
+    _assert_every_change_is_an_event(rollout)
+    edited = rollout.events.get(kind="stages_edited")
+    assert edited.actor == cast.superuser and "1 1 5 | 10 1 5 | 50 1 5 | 100 0 0" in edited.reason
+    with pytest.raises(ValueError, match="reason"):
+        services.rollout_ramp(rollout=rollout, reason="  ")
+    rollout.refresh_from_db()
+    assert rollout.percent == 50  # a change without a reason did not happen
+    with pytest.raises(ValueError):
+        _event(rollout, "ramped", 50, 50, "")
+    services.rollout_complete(rollout=rollout, actor=cast.superuser)
+    _assert_every_change_is_an_event(rollout)
+    with pytest.raises(ValidationError):
+        services.rollout_roll_back(rollout=rollout, reason="too late")
+
+    second = services.rollout_start(route=rollout.route, candidate=cheap_target(name="other-flash"), stages=STAGES)
+    services.rollout_roll_back(rollout=second, reason="Rolled back by hand.", actor=cast.superuser)
+    _assert_every_change_is_an_event(second)
+
+
+def test_the_admin_cannot_change_or_delete_a_rollout(rollout, cast):
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    url = f"/admin/router/rollout/{rollout.pk}/"
+    assert client.post(url + "delete/", {"post": "yes"}).status_code == 403
+    assert client.post(url + "change/", {"percent": "100"}).status_code == 403
+    # The route's rollouts (and their history) cannot be deleted with it, nor its baseline changed under them.
+    route_url = f"/admin/router/route/{rollout.route_id}/"
+    assert client.post(route_url + "delete/", {"post": "yes"}).status_code == 403
+    page = client.get(route_url + "change/").content.decode()
+    assert 'name="baseline"' not in page
+    assert Rollout.objects.filter(pk=rollout.pk, percent=1).exists()
