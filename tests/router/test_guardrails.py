@@ -271,3 +271,33 @@ def test_the_admin_cannot_change_or_delete_a_rollout(rollout, cast):
     page = client.get(route_url + "change/").content.decode()
     assert 'name="baseline"' not in page
     assert Rollout.objects.filter(pk=rollout.pk, percent=1).exists()
+
+
+def test_rollout_savings_price_the_candidates_traffic_on_the_baseline(rollout):
+    from decimal import Decimal
+
+    from router import selectors
+    from router.models import ModelCall
+
+    candidate, baseline = rollout.candidate, rollout.baseline
+    for tokens in ((10_000, 1_000, 4_000), (20_000, 2_000, 0)):
+        usage = {"input_tokens": tokens[0], "output_tokens": tokens[1], "cache_read_tokens": tokens[2]}
+        ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=candidate,
+                                 provider="openai", model="m", cost=candidate.cost(**usage), **usage)
+    # Not counted: a failed call, a baseline call, and a candidate-arm call the offline provider answered.
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=candidate,
+                             provider="openai", model="m", input_tokens=99_999, error="HTTP 500")
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="baseline", target=baseline,
+                             provider="anthropic", model="m", input_tokens=99_999, cost=Decimal("0.3"))
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=None,
+                             provider="offline", model="m", input_tokens=99_999)
+    savings = selectors.rollout_savings(rollout)
+    # Sonnet: $3 in, $15 out, $0.30 cache read; flash: $0.14 in, $0.28 out, $0.014 cache read (per million).
+    on_baseline = (Decimal(30_000) * 3 + Decimal(3_000) * 15 + Decimal(4_000) * Decimal("0.30")) / 1_000_000
+    actual = (Decimal(30_000) * Decimal("0.14") + Decimal(3_000) * Decimal("0.28")
+              + Decimal(4_000) * Decimal("0.014")) / 1_000_000
+    assert savings["calls"] == 2
+    assert savings["on_baseline"] == on_baseline.quantize(Decimal("0.000001"))
+    assert savings["actual"] == actual.quantize(Decimal("0.000001"))
+    assert savings["saved"] == savings["on_baseline"] - savings["actual"]
+    assert savings["saved_percent"] == pytest.approx(float(100 * (on_baseline - actual) / on_baseline), abs=0.01)
