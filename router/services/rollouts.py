@@ -3,6 +3,7 @@ a RolloutEvent with its reason (and the actor, or none when the guardrail job ac
 
 from __future__ import annotations
 
+import math
 import uuid
 from decimal import Decimal, InvalidOperation
 
@@ -11,6 +12,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
+
+MAX_STAGE_HOURS = 24 * 365
+MAX_STAGE_SAMPLES = 10_000_000
 
 
 def parse_stages(text: str) -> list[dict]:
@@ -47,12 +51,20 @@ def validate_stages(stages: list[dict]) -> list[dict]:
             percent = float(stage["percent"])
             min_hours = float(stage.get("min_hours", 0))
             min_samples = int(stage.get("min_samples", 0))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise ValidationError("Each stage has a percent, min_hours and min_samples.") from None
+        if not (math.isfinite(percent) and math.isfinite(min_hours)):
+            raise ValidationError("Stage numbers must be finite.")
+        # A bucket is 0.01 % of users: finer percentages cannot be served.
+        if round(percent, 2) != percent:
+            raise ValidationError("Stage percentages have at most two decimals (a bucket is 0.01 %).")
         if not previous < percent <= 100:
             raise ValidationError("Stage percentages must rise strictly, above 0 and up to 100.")
         if min_hours < 0 or min_samples < 0:
             raise ValidationError("Minimum duration and sample size cannot be negative.")
+        if min_hours > MAX_STAGE_HOURS or min_samples > MAX_STAGE_SAMPLES:
+            raise ValidationError(f"A stage lasts at most {MAX_STAGE_HOURS} hours and needs at most "
+                                  f"{MAX_STAGE_SAMPLES} samples.")
         clean.append({"percent": percent, "min_hours": min_hours, "min_samples": min_samples})
         previous = percent
     return clean

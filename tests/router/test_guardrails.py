@@ -301,3 +301,21 @@ def test_rollout_savings_price_the_candidates_traffic_on_the_baseline(rollout):
     assert savings["actual"] == actual.quantize(Decimal("0.000001"))
     assert savings["saved"] == savings["on_baseline"] - savings["actual"]
     assert savings["saved_percent"] == pytest.approx(float(100 * (on_baseline - actual) / on_baseline), abs=0.01)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1 inf 10\n100 0 0", "finite"),
+    ("nan 1 1\n100 0 0", "finite"),
+    ("0.001 1 1\n100 0 0", "two decimals"),
+    ("1 1e308 1\n100 0 0", "at most"),
+    ("1 1 99999999999\n100 0 0", "at most"),
+    ("1 1 1e999\n100 0 0", "numbers only"),
+])
+def test_stages_that_cannot_be_served_are_refused(rollout, cast, text, message):
+    from tests.conftest import client_for
+
+    before = list(rollout.events.values_list("pk", flat=True))
+    response = client_for(cast.superuser).post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": text})
+    assert response.status_code == 400 and message in response.content.decode()
+    rollout.refresh_from_db()
+    assert rollout.stages == STAGES and list(rollout.events.values_list("pk", flat=True)) == before
