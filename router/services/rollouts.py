@@ -130,12 +130,17 @@ def _locked(rollout: Rollout) -> Rollout:
     return Rollout.objects.select_for_update().select_related("route", "candidate").get(pk=rollout.pk)
 
 
-def rollout_ramp(*, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None) -> Rollout:
-    """Move to the next stage (percentages only rise: nobody already on the candidate leaves)."""
+def rollout_ramp(
+    *, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None, from_stage: int | None = None
+) -> Rollout:
+    """Move to the next stage (percentages only rise: nobody already on the candidate leaves).
+    `from_stage`: ramp only if the rollout is still at that stage (a decision made on it)."""
     with transaction.atomic():
         rollout = _locked(rollout)
         if rollout.status != Rollout.Status.RUNNING:
             raise ValidationError("Only a running rollout can ramp.")
+        if from_stage is not None and rollout.stage_index != from_stage:
+            raise ValidationError("The rollout changed stage since this decision was made.")
         nxt = rollout.next_stage
         if nxt is None:
             raise ValidationError("The rollout is at its last stage already.")

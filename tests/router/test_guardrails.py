@@ -319,3 +319,28 @@ def test_stages_that_cannot_be_served_are_refused(rollout, cast, text, message):
     assert response.status_code == 400 and message in response.content.decode()
     rollout.refresh_from_db()
     assert rollout.stages == STAGES and list(rollout.events.values_list("pk", flat=True)) == before
+
+
+def test_a_stale_decision_never_ramps_twice(rollout, monkeypatch):
+    """Two runs of the job deciding on the same stage (a redelivered task) ramp once."""
+    from django.core.exceptions import ValidationError
+
+    from router.services import guardrails
+
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8] * 12)
+    evaluate = guardrails.evaluate
+
+    def another_run_ramps_meanwhile(current, now=None):
+        result = evaluate(current, now=now)
+        services.rollout_ramp(rollout=current, reason="The other run of the job ramped first.", from_stage=0)
+        return result
+
+    monkeypatch.setattr(guardrails, "evaluate", another_run_ramps_meanwhile)
+    assert services.rollout_check(rollout=rollout) == "skipped"
+    rollout.refresh_from_db()
+    assert rollout.percent == 10
+    assert [e.kind for e in rollout.events.all()] == ["started", "ramped"]
+    with pytest.raises(ValidationError, match="changed stage"):
+        services.rollout_ramp(rollout=rollout, reason="stale", from_stage=0)
