@@ -31,6 +31,23 @@ class RouteAdmin(admin.ModelAdmin):
     list_display = ["name", "baseline", "baseline_variant", "max_tokens", "updated_at"]
     list_select_related = ["baseline"]
 
+    def get_readonly_fields(self, request, obj=None):
+        # The baseline arm of a running rollout is the baseline it started from (as on the route page).
+        if obj is not None and obj.rollouts.filter(status__in=Rollout.ACTIVE).exists():
+            return ["name", "baseline", "baseline_variant"]
+        return []
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a route would delete its rollouts and their history of changes with it.
+        if obj is not None and obj.rollouts.exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
 
 @admin.register(PromptVariant)
 class PromptVariantAdmin(admin.ModelAdmin):
@@ -59,6 +76,10 @@ class RolloutAdmin(admin.ModelAdmin):
         return False
 
     def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting would move its users off the candidate with no event, and erase the history.
         return False
 
 

@@ -188,9 +188,15 @@ def _evals(targets) -> None:
         if not evals.has_eval_set(route) or policy_for(route) is None:
             continue
         route_obj = Route.objects.get(name=route)
-        for target in (route_obj.baseline, targets["deepseek-v4-flash-atlas"]):
-            if not route_obj.eval_runs.filter(target=target).exists():
-                evals.eval_run_execute(run_id=evals.eval_run_create(route=route_obj, target=target).pk)
+        flash = targets["deepseek-v4-flash-atlas"]
+        pairs = [(route_obj.baseline, "default"), (flash, "default")]
+        known = evals.eval_variants(route) or set()
+        # The running rollout's candidate prompt, beside the default prompt on the same target.
+        pairs += [(flash, v.name) for v in route_obj.variants.exclude(name="default") if v.name in known]
+        for target, variant in pairs:
+            if not route_obj.eval_runs.filter(target=target, variant=variant).exists():
+                run = evals.eval_run_create(route=route_obj, target=target, variant=variant)
+                evals.eval_run_execute(run_id=run.pk)
 
 
 def seed(ctx) -> None:

@@ -21,7 +21,8 @@ prompt depends on the variant builds it from the variant the router chose. Two w
        system = prompts.system(variant=assignment.prompt_variant)
        complete(route="email.draft", user=user, assignment=assignment, system=system, messages=...)
 
-Callers that ignore variants keep working: the route's `default` variant is what they build.
+Callers that ignore variants keep working: the route's `default` variant is what they build,
+so a call made without `prompt=` or `assignment=` records `default` whatever the router chose.
 Completion.prompt_variant and ModelCall.prompt_variant say which variant served the call.
 
 Outcome signals (draft heavily edited, action blocked...) are reported against
@@ -87,8 +88,15 @@ def complete(
     assignment: Assignment | None = None,
     prompt: Callable[[str], dict] | None = None,
 ) -> Completion:
+    # A caller that neither passed the assignment nor a builder never saw the chosen variant:
+    # it built the app's default prompt, and that is what the call records.
+    sees_variant = assignment is not None or prompt is not None
     if assignment is None:
         assignment = routing.assign(route, user)
+    variant = assignment.prompt_variant if sees_variant else "default"
+    if variant != assignment.prompt_variant:
+        logger.warning("route %s: the caller ignores prompt variants, so %r was served with the default prompt",
+                       route, assignment.prompt_variant)
     if prompt is not None:
         built = prompt(assignment.prompt_variant) or {}
         system = built.get("system", system)
@@ -103,7 +111,7 @@ def complete(
         route=route, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
         max_tokens=max_tokens or assignment.max_tokens, cache=cache,
         model=OFFLINE_MODEL if provider == "offline" else target.model,
-        prompt_variant=assignment.prompt_variant, user_id=getattr(user, "pk", None), metadata=metadata or {},
+        prompt_variant=variant, user_id=getattr(user, "pk", None), metadata=metadata or {},
     )
     started = time.monotonic()
     reply: ProviderReply | None = None
@@ -128,7 +136,7 @@ def complete(
         target_id=target.id if served_by_target else None,
         provider=provider,
         model=reply.model if reply else request.model,
-        prompt_variant=assignment.prompt_variant,
+        prompt_variant=variant,
         arm=assignment.arm,
         rollout_id=assignment.rollout_id,
         input_tokens=usage.input_tokens,
@@ -147,7 +155,7 @@ def complete(
     return Completion(
         route=route, text=reply.text, tool_calls=reply.tool_calls, usage=usage, cost=record.cost,
         provider=provider, model=record.model, stop_reason=record.stop_reason,
-        prompt_variant=assignment.prompt_variant, call_id=record.pk, latency_ms=latency_ms,
+        prompt_variant=variant, call_id=record.pk, latency_ms=latency_ms,
     )
 
 

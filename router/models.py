@@ -198,6 +198,7 @@ class RolloutEvent(models.Model):
         RESUMED = "resumed", "Resumed"
         ROLLED_BACK = "rolled_back", "Rolled back"
         COMPLETED = "completed", "Completed"
+        STAGES_EDITED = "stages_edited", "Stages edited"
 
     rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=20, choices=Kind.choices)

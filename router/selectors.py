@@ -107,8 +107,11 @@ def traffic_share(rollout: Rollout, *, days: int = 30) -> dict:
 
 
 def rollout_savings(rollout: Rollout) -> dict:
-    """What the candidate arm's calls cost, and what the same tokens would have cost on the baseline."""
-    totals = ModelCall.objects.filter(rollout=rollout, arm="candidate", error="").aggregate(
+    """What the candidate arm's calls cost, and what the same tokens would have cost on the baseline.
+    Only calls the candidate target really served count (not those the offline provider answered)."""
+    totals = ModelCall.objects.filter(
+        rollout=rollout, arm="candidate", target_id=rollout.candidate_id, error=""
+    ).aggregate(
         calls=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens"),
         cache_read=Sum("cache_read_tokens"), cache_write=Sum("cache_write_tokens"), cost=Sum("cost"),
     )

@@ -66,12 +66,20 @@ def _route_context(route, **forms):
         "rollouts": Rollout.objects.filter(route=route).select_related("candidate")[:20],
         "matrix": selectors.eval_matrix(route),
         "has_eval_set": eval_service.has_eval_set(route.name),
+        "eval_variants": _eval_variants(route.name),
         "baseline_form": forms.get("baseline_form") or BaselineForm(
             route=route, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
         "variant_form": forms.get("variant_form") or VariantForm(),
         "eval_form": forms.get("eval_form") or EvalRunForm(route=route),
         "rollout_form": forms.get("rollout_form") or RolloutForm(route=route),
     }
+
+
+def _eval_variants(route: str) -> list[str]:
+    try:
+        return sorted(eval_service.eval_variants(route) or []) if eval_service.has_eval_set(route) else []
+    except ValidationError:
+        return []
 
 
 def _invalid(request, route, status=400, **forms):

@@ -9,7 +9,9 @@ Each line of the data file is one case holding the full model request and how to
      "variants": {"<variant>": {"system": "..."}}                     # optional per-case prompt overrides
 
 A variant may also be defined for every case of a route in router/evals/<route>.variants.json
-({"<variant>": {"system": "..."}}).
+({"<variant>": {"system": "..."}}). A run of a variant the eval set cannot build is refused:
+it would measure the default prompt under another name. router/evals/README.md says which
+code builds each route's eval requests.
 
 An app that owns a route can instead register a request builder (`register_request_builder`):
 its cases then hold the app's own inputs (e.g. the validator's history and proposed action)
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
 
@@ -41,6 +43,7 @@ VERDICT_KEYS = ("approved", "allow", "allowed")
 
 RequestBuilder = Callable[[dict, str], dict]
 _BUILDERS: dict[str, RequestBuilder] = {}
+_BUILDER_VARIANTS: dict[str, Callable[[], Iterable[str]]] = {}
 
 
 class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
@@ -52,8 +55,16 @@ class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
         self.detail = detail
 
 
-def register_request_builder(route: str, builder: RequestBuilder) -> None:
+def register_request_builder(
+    route: str, builder: RequestBuilder, variants: Callable[[], Iterable[str]] | None = None
+) -> None:
+    """`variants`, when given, names the prompt variants the builder knows, so a run of
+    another variant is refused instead of silently measuring the default prompt."""
     _BUILDERS[route] = builder
+    if variants is not None:
+        _BUILDER_VARIANTS[route] = variants
+    else:
+        _BUILDER_VARIANTS.pop(route, None)
 
 
 def eval_file(route: str) -> Path:
@@ -88,7 +99,27 @@ def load_cases(route: str) -> list[dict]:
 
 def route_variants(route: str) -> dict[str, dict]:
     path = EVALS_DIR / f"{route}.variants.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        variants = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path.name} is not JSON: {exc}") from None
+    if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+        raise ValidationError(f'{path.name} must map each variant name to request fields, e.g. {{"system": "..."}}.')
+    return variants
+
+
+def eval_variants(route: str) -> set[str] | None:
+    """The prompt variants the route's eval set can build, or None when its request builder
+    decides (and did not say which it knows)."""
+    if route in _BUILDERS:
+        names = _BUILDER_VARIANTS.get(route)
+        return {"default", *names()} if names else None
+    names = {"default", *route_variants(route)}
+    for case in load_cases(route):
+        names.update(case.get("variants", {}))
+    return names
 
 
 def request_for(case: dict, variant: str, shared: dict[str, dict], route: str = "") -> dict:
@@ -166,6 +197,13 @@ def eval_run_create(*, route: Route, target: Target, variant: str = "default", a
     if not PromptVariant.objects.filter(route=route, name=variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {variant!r}.")
     cases = load_cases(route.name)
+    known = eval_variants(route.name)
+    if known is not None and variant not in known:
+        # Running it would send the default prompt and store the score under this variant's name.
+        raise ValidationError(
+            f"The {route.name} eval set has no prompt for variant {variant!r} (it knows {', '.join(sorted(known))}); "
+            f"define it in router/evals/{route.name}.variants.json or per case."
+        )
     return EvalRun.objects.create(
         route=route, target=target, variant=variant, total=len(cases),
         created_by=actor if getattr(actor, "pk", None) else None,
@@ -181,12 +219,12 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
         return run
     try:
         cases = load_cases(run.route.name)
+        shared = route_variants(run.route.name)
     except ValidationError as exc:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.Status.FAILED, error="; ".join(exc.messages),
                                                 finished_at=timezone.now())
         run.refresh_from_db()
         return run
-    shared = route_variants(run.route.name)
     done = set(run.results.values_list("case_id", flat=True))
     EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.Status.RUNNING, total=len(cases))
     assignment = routing.assign_target(run.route.name, run.target_id, run.variant)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -108,20 +109,26 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
         return "skipped"
     result = evaluate(rollout, now=now)
     decision = result["decision"]
-    if decision == "roll_back":
-        rollouts.rollout_roll_back(
-            rollout=rollout, reason="Guardrail: candidate worse than baseline: " + "; ".join(result["problems"]) + ".",
-            evidence=_evidence(result),
-        )
-    elif decision == "ramp":
-        nxt = rollout.next_stage
-        healthy = "; ".join(result["notes"]) or "no regression"
-        rollouts.rollout_ramp(
-            rollout=rollout,
-            reason=f"Guardrail: stage {rollout.percent}% held for its minimum duration with "
-            f"{result['stage_samples']} scored candidate calls; {healthy}. Next stage {nxt['percent']:g}%.",
-            evidence=_evidence(result),
-        )
+    try:
+        if decision == "roll_back":
+            rollouts.rollout_roll_back(
+                rollout=rollout,
+                reason="Guardrail: candidate worse than baseline: " + "; ".join(result["problems"]) + ".",
+                evidence=_evidence(result),
+            )
+        elif decision == "ramp":
+            nxt = rollout.next_stage
+            healthy = "; ".join(result["notes"]) or "no regression"
+            rollouts.rollout_ramp(
+                rollout=rollout, from_stage=rollout.stage_index,
+                reason=f"Guardrail: stage {rollout.percent}% held for its minimum duration with "
+                f"{result['stage_samples']} scored candidate calls; {healthy}. Next stage {nxt['percent']:g}%.",
+                evidence=_evidence(result),
+            )
+    except ValidationError:
+        # Someone (a person, or a redelivered run of this job) changed the rollout meanwhile:
+        # this decision was made on a state that no longer holds.
+        return "skipped"
     summary = {k: result[k] for k in ("decision", "problems", "pending", "notes", "checked_at")}
     with transaction.atomic():
         Rollout.objects.filter(pk=rollout.pk).update(last_check=summary, last_checked_at=now or timezone.now())

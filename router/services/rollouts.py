@@ -3,6 +3,7 @@ a RolloutEvent with its reason (and the actor, or none when the guardrail job ac
 
 from __future__ import annotations
 
+import math
 import uuid
 from decimal import Decimal, InvalidOperation
 
@@ -11,6 +12,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
+
+MAX_STAGE_HOURS = 24 * 365
+MAX_STAGE_SAMPLES = 10_000_000
 
 
 def parse_stages(text: str) -> list[dict]:
@@ -47,12 +51,20 @@ def validate_stages(stages: list[dict]) -> list[dict]:
             percent = float(stage["percent"])
             min_hours = float(stage.get("min_hours", 0))
             min_samples = int(stage.get("min_samples", 0))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise ValidationError("Each stage has a percent, min_hours and min_samples.") from None
+        if not (math.isfinite(percent) and math.isfinite(min_hours)):
+            raise ValidationError("Stage numbers must be finite.")
+        # A bucket is 0.01 % of users: finer percentages cannot be served.
+        if round(percent, 2) != percent:
+            raise ValidationError("Stage percentages have at most two decimals (a bucket is 0.01 %).")
         if not previous < percent <= 100:
             raise ValidationError("Stage percentages must rise strictly, above 0 and up to 100.")
         if min_hours < 0 or min_samples < 0:
             raise ValidationError("Minimum duration and sample size cannot be negative.")
+        if min_hours > MAX_STAGE_HOURS or min_samples > MAX_STAGE_SAMPLES:
+            raise ValidationError(f"A stage lasts at most {MAX_STAGE_HOURS} hours and needs at most "
+                                  f"{MAX_STAGE_SAMPLES} samples.")
         clean.append({"percent": percent, "min_hours": min_hours, "min_samples": min_samples})
         previous = percent
     return clean
@@ -66,6 +78,8 @@ def _percent(value) -> Decimal:
 
 
 def _event(rollout: Rollout, kind: str, from_percent, to_percent, reason: str, actor=None, evidence=None):
+    if not (reason or "").strip():
+        raise ValueError("A rollout change needs its reason.")
     return RolloutEvent.objects.create(
         rollout=rollout, kind=kind, from_percent=from_percent, to_percent=to_percent, reason=reason,
         actor=actor if getattr(actor, "pk", None) else None, evidence=evidence or {},
@@ -116,12 +130,17 @@ def _locked(rollout: Rollout) -> Rollout:
     return Rollout.objects.select_for_update().select_related("route", "candidate").get(pk=rollout.pk)
 
 
-def rollout_ramp(*, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None) -> Rollout:
-    """Move to the next stage (percentages only rise: nobody already on the candidate leaves)."""
+def rollout_ramp(
+    *, rollout: Rollout, reason: str, actor=None, evidence: dict | None = None, from_stage: int | None = None
+) -> Rollout:
+    """Move to the next stage (percentages only rise: nobody already on the candidate leaves).
+    `from_stage`: ramp only if the rollout is still at that stage (a decision made on it)."""
     with transaction.atomic():
         rollout = _locked(rollout)
         if rollout.status != Rollout.Status.RUNNING:
             raise ValidationError("Only a running rollout can ramp.")
+        if from_stage is not None and rollout.stage_index != from_stage:
+            raise ValidationError("The rollout changed stage since this decision was made.")
         nxt = rollout.next_stage
         if nxt is None:
             raise ValidationError("The rollout is at its last stage already.")
@@ -146,9 +165,14 @@ def rollout_stages_update(*, rollout: Rollout, stages: list[dict], actor=None) -
         index = next((i for i, s in enumerate(stages) if abs(s["percent"] - current) < 1e-9), None)
         if index is None:
             raise ValidationError(f"The stages must include the current percentage ({_num(current)}%).")
+        before, after = (stages_text(x).replace("\n", " | ") for x in (rollout.stages, stages))
         rollout.stages = stages
         rollout.stage_index = index
         rollout.save()
+        who = actor.email if getattr(actor, "pk", None) else "the system"
+        _event(rollout, RolloutEvent.Kind.STAGES_EDITED, rollout.percent, rollout.percent,
+               f"Stages edited by {who} (percent min_hours min_samples): {before} -> "
+               f"{after}. Traffic stays at {rollout.percent}%.", actor)
     return rollout
 
 

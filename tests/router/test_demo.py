@@ -1,8 +1,11 @@
 import pytest
 
 from lindy import demo
-from router.models import ModelCall, Rollout, RolloutEvent
+from router.models import EvalRun, ModelCall, Rollout, RolloutEvent
+from router.services import evals
 from tests.conftest import client_for
+
+from .test_guardrails import _assert_every_change_is_an_event
 
 
 @pytest.mark.django_db
@@ -13,6 +16,13 @@ def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_quer
     rollout = Rollout.objects.get(route__name="email.draft", status="running")
     assert rollout.percent == 10 and rollout.candidate.name == "deepseek-v4-flash-atlas"
     assert Rollout.objects.get(route__name="agent").status == "rolled_back"
+    # The candidate's prompt variant is one the email.draft eval set really builds, and was evaluated.
+    runs = {(r.target.name, r.variant): r for r in EvalRun.objects.filter(route__name="email.draft")}
+    tuned = runs[("deepseek-v4-flash-atlas", rollout.candidate_variant)]
+    assert rollout.candidate_variant in evals.eval_variants("email.draft")
+    assert (tuned.status, tuned.total, tuned.errors) == ("done", 3, 0)
+    for each in Rollout.objects.all():
+        _assert_every_change_is_an_event(each)
     demo.seed()
     assert (ModelCall.objects.count(), RolloutEvent.objects.count()) == (calls, events)
 

@@ -211,3 +211,136 @@ def test_guardrail_job_is_on_the_beat_schedule(db):
     schedules.sync()
     entry = PeriodicTask.objects.get(name="router.guardrails")
     assert entry.task == "router.tasks.guardrails_check" and entry.interval.every == 900
+
+
+def _assert_every_change_is_an_event(rollout):
+    """Events chain from 0 % to the rollout's percentage now, each with a reason."""
+    rollout.refresh_from_db()
+    percent = 0
+    for event in rollout.events.order_by("created_at", "pk"):
+        assert float(event.from_percent) == percent, (event.kind, event.from_percent, percent)
+        assert event.reason.strip()
+        percent = float(event.to_percent)
+    assert percent == float(rollout.percent)
+
+
+def test_every_percentage_change_is_an_event_with_a_reason(rollout, cast):
+    from django.core.exceptions import ValidationError
+
+    from router.services.rollouts import _event
+
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8] * 12)
+    assert services.rollout_check(rollout=rollout) == "ramp"  # the guardrail job
+    services.rollout_stages_update(rollout=rollout, actor=cast.superuser, stages=[
+        {"percent": 1, "min_hours": 1, "min_samples": 5}, {"percent": 10, "min_hours": 1, "min_samples": 5},
+        {"percent": 50, "min_hours": 1, "min_samples": 5}, {"percent": 100, "min_hours": 0, "min_samples": 0}])
+    services.rollout_pause(rollout=rollout, actor=cast.superuser)
+    services.rollout_resume(rollout=rollout, actor=cast.superuser)
+    services.rollout_ramp(rollout=rollout, actor=cast.superuser, reason="Scores look fine; ramping by hand.")
+    _assert_every_change_is_an_event(rollout)
+    edited = rollout.events.get(kind="stages_edited")
+    assert edited.actor == cast.superuser and "1 1 5 | 10 1 5 | 50 1 5 | 100 0 0" in edited.reason
+    with pytest.raises(ValueError, match="reason"):
+        services.rollout_ramp(rollout=rollout, reason="  ")
+    rollout.refresh_from_db()
+    assert rollout.percent == 50  # a change without a reason did not happen
+    with pytest.raises(ValueError):
+        _event(rollout, "ramped", 50, 50, "")
+    services.rollout_complete(rollout=rollout, actor=cast.superuser)
+    _assert_every_change_is_an_event(rollout)
+    with pytest.raises(ValidationError):
+        services.rollout_roll_back(rollout=rollout, reason="too late")
+
+    second = services.rollout_start(route=rollout.route, candidate=cheap_target(name="other-flash"), stages=STAGES)
+    services.rollout_roll_back(rollout=second, reason="Rolled back by hand.", actor=cast.superuser)
+    _assert_every_change_is_an_event(second)
+
+
+def test_the_admin_cannot_change_or_delete_a_rollout(rollout, cast):
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    url = f"/admin/router/rollout/{rollout.pk}/"
+    assert client.post(url + "delete/", {"post": "yes"}).status_code == 403
+    assert client.post(url + "change/", {"percent": "100"}).status_code == 403
+    # The route's rollouts (and their history) cannot be deleted with it, nor its baseline changed under them.
+    route_url = f"/admin/router/route/{rollout.route_id}/"
+    assert client.post(route_url + "delete/", {"post": "yes"}).status_code == 403
+    page = client.get(route_url + "change/").content.decode()
+    assert 'name="baseline"' not in page
+    assert Rollout.objects.filter(pk=rollout.pk, percent=1).exists()
+
+
+def test_rollout_savings_price_the_candidates_traffic_on_the_baseline(rollout):
+    from decimal import Decimal
+
+    from router import selectors
+    from router.models import ModelCall
+
+    candidate, baseline = rollout.candidate, rollout.baseline
+    for tokens in ((10_000, 1_000, 4_000), (20_000, 2_000, 0)):
+        usage = {"input_tokens": tokens[0], "output_tokens": tokens[1], "cache_read_tokens": tokens[2]}
+        ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=candidate,
+                                 provider="openai", model="m", cost=candidate.cost(**usage), **usage)
+    # Not counted: a failed call, a baseline call, and a candidate-arm call the offline provider answered.
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=candidate,
+                             provider="openai", model="m", input_tokens=99_999, error="HTTP 500")
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="baseline", target=baseline,
+                             provider="anthropic", model="m", input_tokens=99_999, cost=Decimal("0.3"))
+    ModelCall.objects.create(route="email.draft", rollout=rollout, arm="candidate", target=None,
+                             provider="offline", model="m", input_tokens=99_999)
+    savings = selectors.rollout_savings(rollout)
+    # Sonnet: $3 in, $15 out, $0.30 cache read; flash: $0.14 in, $0.28 out, $0.014 cache read (per million).
+    on_baseline = (Decimal(30_000) * 3 + Decimal(3_000) * 15 + Decimal(4_000) * Decimal("0.30")) / 1_000_000
+    actual = (Decimal(30_000) * Decimal("0.14") + Decimal(3_000) * Decimal("0.28")
+              + Decimal(4_000) * Decimal("0.014")) / 1_000_000
+    assert savings["calls"] == 2
+    assert savings["on_baseline"] == on_baseline.quantize(Decimal("0.000001"))
+    assert savings["actual"] == actual.quantize(Decimal("0.000001"))
+    assert savings["saved"] == savings["on_baseline"] - savings["actual"]
+    assert savings["saved_percent"] == pytest.approx(float(100 * (on_baseline - actual) / on_baseline), abs=0.01)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1 inf 10\n100 0 0", "finite"),
+    ("nan 1 1\n100 0 0", "finite"),
+    ("0.001 1 1\n100 0 0", "two decimals"),
+    ("1 1e308 1\n100 0 0", "at most"),
+    ("1 1 99999999999\n100 0 0", "at most"),
+    ("1 1 1e999\n100 0 0", "numbers only"),
+])
+def test_stages_that_cannot_be_served_are_refused(rollout, cast, text, message):
+    from tests.conftest import client_for
+
+    before = list(rollout.events.values_list("pk", flat=True))
+    response = client_for(cast.superuser).post(f"/router/rollouts/{rollout.pk}/stages/", {"stages": text})
+    assert response.status_code == 400 and message in response.content.decode()
+    rollout.refresh_from_db()
+    assert rollout.stages == STAGES and list(rollout.events.values_list("pk", flat=True)) == before
+
+
+def test_a_stale_decision_never_ramps_twice(rollout, monkeypatch):
+    """Two runs of the job deciding on the same stage (a redelivered task) ramp once."""
+    from django.core.exceptions import ValidationError
+
+    from router.services import guardrails
+
+    _age_stage(rollout)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8] * 12)
+    evaluate = guardrails.evaluate
+
+    def another_run_ramps_meanwhile(current, now=None):
+        result = evaluate(current, now=now)
+        services.rollout_ramp(rollout=current, reason="The other run of the job ramped first.", from_stage=0)
+        return result
+
+    monkeypatch.setattr(guardrails, "evaluate", another_run_ramps_meanwhile)
+    assert services.rollout_check(rollout=rollout) == "skipped"
+    rollout.refresh_from_db()
+    assert rollout.percent == 10
+    assert [e.kind for e in rollout.events.all()] == ["started", "ramped"]
+    with pytest.raises(ValidationError, match="changed stage"):
+        services.rollout_ramp(rollout=rollout, reason="stale", from_stage=0)

@@ -207,3 +207,38 @@ def test_navigation(cast):
     assert 'data-nav="models"' in admin
     member = client_for(cast.member).get("/router/my-model/").content.decode()
     assert 'data-nav="my-model"' in member and 'data-nav="models"' not in member
+
+
+@pytest.mark.django_db
+def test_team_admins_only_ever_see_their_own_teams_usage(cast):
+    """An admin of Acme who is a plain member of Globex sees Acme's calls only: on the page, its
+    htmx partial, the chart data, any route filter; Globex's own admin sees Globex's only."""
+    import json
+
+    from lindy.models import Membership
+
+    routing.ensure_defaults()
+    sonnet = Target.objects.get(name="claude-sonnet-4-6-anthropic")
+    Membership.objects.create(team=cast.other_team, user=cast.admin, role="member")
+    ModelCall.objects.create(route="agent", team=cast.team, user=cast.admin, target=sonnet, provider="anthropic",
+                             model="m", input_tokens=111, cost="0.111100")
+    ModelCall.objects.create(route="agent", team=cast.other_team, user=cast.admin, target=sonnet,
+                             provider="anthropic", model="m", input_tokens=777, cost="7.777700")
+    ModelCall.objects.create(route="agent", team=None, user=cast.admin, target=sonnet, provider="anthropic",
+                             model="m", input_tokens=555, cost="5.555500")
+    acme = client_for(cast.admin)
+    for url in ("/router/costs/", "/router/costs/?route=agent&days=30", "/router/costs/?route=nope&page=x"):
+        body = acme.get(url).content.decode()
+        assert "7.7777" not in body and "5.5555" not in body, url
+    body = acme.get("/router/costs/").content.decode()
+    assert "0.1111" in body and "your team&#x27;s usage" in body
+    chart = json.loads(body.split('id="cost-data" type="application/json">')[1].split("</script>")[0])
+    assert [sum(d["data"]) for d in chart["datasets"]] == [pytest.approx(0.1111)]
+    partial = acme.get("/router/costs/", HTTP_HX_REQUEST="true").content.decode()
+    assert "0.1111" in partial and "7.7777" not in partial
+    globex = client_for(cast.other_admin).get("/router/costs/").content.decode()
+    assert "7.7777" in globex and "0.1111" not in globex and "5.5555" not in globex
+    # Rollout savings (every team's traffic) are for superusers only.
+    assert 'id="savings"' not in body
+    for who in (cast.member, cast.support):
+        assert client_for(who).get("/router/costs/").status_code == 404

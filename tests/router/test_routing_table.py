@@ -99,3 +99,19 @@ def test_a_gateway_call_costs_only_its_own_record(cast, django_assert_num_querie
     gateway.complete(route="agent", user=cast.member, messages=[{"role": "user", "content": "hi"}])
     with django_assert_num_queries(1):  # the ModelCall insert; routing is free
         gateway.complete(route="agent", user=cast.member, messages=[{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.django_db
+def test_a_caller_that_ignores_variants_is_recorded_with_the_default_prompt(cast, offline_rule, caplog):
+    email = route("email.draft")
+    variant(email, "flash-tuned")
+    rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
+    offline_rule("email.draft", lambda request: OfflineReply(text=request.prompt_variant))
+    # The member is internal, so on the candidate: the target serves, but the prompt is the default one.
+    completion = gateway.complete(route="email.draft", user=cast.member, system="the default prompt",
+                                  messages=[{"role": "user", "content": "draft"}])
+    call = ModelCall.objects.get(pk=completion.call_id)
+    assert (call.arm, call.rollout_id, call.prompt_variant, completion.prompt_variant) == (
+        "candidate", rollout.pk, "default", "default")
+    assert completion.text == "default"
+    assert "ignores prompt variants" in caplog.text
