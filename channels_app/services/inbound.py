@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.text import get_valid_filename
@@ -147,8 +147,9 @@ def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: st
 
 def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[str, float]:
     """Claim the conversation's pending messages if its window has closed.
-    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0), or
-    ("superseded", 0) when a later message (`version` is stale) queued its own check."""
+    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0),
+    ("superseded", 0) when a later message (`version` is stale) queued its own check, or ("busy", 0)
+    while an earlier bundle of the conversation is with the agent (it fires this again when done)."""
     now = timezone.now()
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
@@ -161,6 +162,10 @@ def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[
             if version is not None and version != conversation.version:
                 return ("superseded", 0)
             return ("wait", (conversation.deadline - now).total_seconds())
+        if _in_flight(conversation.pk).exists():
+            # The agent is still on this conversation's previous bundle: these messages go next,
+            # once its reply is in the history, so it never answers the earlier ones again.
+            return ("busy", 0)
         bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
         # The conditional update is the claim: a concurrent claimer finds nothing left.
         claimed = InboundMessage.objects.filter(conversation=conversation, bundle__isnull=True).update(bundle=bundle)
@@ -169,6 +174,25 @@ def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[
             return ("nothing", 0)
         Conversation.objects.filter(pk=conversation.pk).update(deadline=None)
     return ("dispatch", bundle.pk)
+
+
+def _in_flight(conversation_id: int):
+    """Bundles of the conversation the agent has, or will have again (a retry is due)."""
+    return InboundBundle.objects.filter(conversation_id=conversation_id).filter(
+        Q(status=InboundBundle.Status.DISPATCHING)
+        | Q(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    )
+
+
+def _fire_pending(conversation_id: int) -> None:
+    """A bundle left the agent: messages that came in meanwhile are next."""
+    from .. import tasks
+
+    if not InboundMessage.objects.filter(conversation_id=conversation_id, bundle__isnull=True).exists():
+        return
+    deadline = Conversation.objects.filter(pk=conversation_id).values_list("deadline", flat=True).first()
+    delay = max(0.0, (deadline - timezone.now()).total_seconds()) if deadline else 0.0
+    _enqueue(tasks.debounce_fire, conversation_id, countdown=delay)
 
 
 def _message_payload(message: InboundMessage) -> dict:
@@ -247,6 +271,7 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         outbound.typing_stop(profile=bundle.conversation.profile)
         if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":
             logger.exception("the agent failed on bundle %s after it started; not re-run", bundle_id)
+            _fire_pending(bundle.conversation_id)
             return "failed"
         raise
     InboundBundle.objects.filter(pk=bundle_id).update(
@@ -255,6 +280,7 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     )
     # The bubble ends with the first reply; an agent that chose not to reply must not leave it on.
     outbound.typing_stop(profile=conversation.profile)
+    _fire_pending(conversation.pk)
     return "dispatched"
 
 

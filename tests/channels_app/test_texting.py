@@ -333,6 +333,35 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
     assert len(handler) == 1
 
 
+def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, linq, line, handler, monkeypatch):
+    from channels_app import tasks
+    from channels_app.services.inbound import MAX_DISPATCH_ATTEMPTS
+
+    queued = []
+    monkeypatch.setattr(tasks.debounce_fire, "apply_async", lambda args, countdown=None: queued.append(args))
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    first = _claimed_bundle(profile, line, text="what's my day?")
+    conversation = Conversation.objects.get(profile=profile)
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="also the weather", chat_id="c1"))
+    close_window(conversation)
+    # A second run now would read "what's my day?" unanswered and might answer it again.
+    assert services.debounce_fire(conversation_id=conversation.pk) == ("busy", 0)
+
+    queued.clear()
+    assert services.bundle_dispatch(bundle_id=first) == "dispatched"
+    assert queued and queued[0][0] == conversation.pk  # the next bundle is fired when the run ends
+    outcome, second = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome == "dispatch"
+    assert services.bundle_dispatch(bundle_id=second) == "dispatched"
+    assert [[m["text"] for m in call["messages"]] for call in handler] == [["what's my day?"], ["also the weather"]]
+
+    # A bundle nobody will dispatch again (out of attempts) does not hold the conversation up.
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="hello?", chat_id="c1"))
+    InboundBundle.objects.filter(pk=second).update(status=InboundBundle.Status.CLAIMED, attempts=MAX_DISPATCH_ATTEMPTS)
+    close_window(conversation)
+    assert services.debounce_fire(conversation_id=conversation.pk)[0] == "dispatch"
+
+
 def test_attachments_are_copied_from_the_expiring_url(cast, linq, line, tmp_path):
     from tests.fakes.http import Reply
 
