@@ -65,3 +65,14 @@ def acts_then_runs_out_of_time(*, user, channel, conversation_ref, messages):
     task = lindy_services.task_create(team=team, owner=user, title="slow")
     lindy_services.task_event_add(task=task, actor="user", content=messages[0]["text"])
     raise SoftTimeLimitExceeded()
+
+
+def record_act_then_hang(*, user, channel, conversation_ref, messages):
+    """A slow agent run that has already acted (an event on the user's task), in another process."""
+    from lindy import services as lindy_services
+    from lindy.models import Membership
+
+    record(user=user, channel=channel, conversation_ref=conversation_ref, messages=messages)
+    task = lindy_services.task_create(team=Membership.objects.filter(user=user).first().team, owner=user, title="slow")
+    lindy_services.task_event_add(task=task, actor="assistant", content="Checking your calendar.")
+    time.sleep(120)
