@@ -182,6 +182,12 @@ class InboundBundle(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     agent_task_id = models.BigIntegerField(null=True, blank=True)
+    handed_over_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the agent was handed this bundle: from then on it is never re-run."
+    )
+    task_event_mark = models.BigIntegerField(
+        null=True, blank=True, help_text="The last agent task event id before the hand-over (what the agent did after)."
+    )
     error = models.TextField(blank=True)
 
     def __str__(self):

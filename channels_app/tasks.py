@@ -8,6 +8,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from . import services
+from .services.inbound import DISPATCH_SOFT_TIME_LIMIT, DISPATCH_TIME_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +28,9 @@ def debounce_fire(self, conversation_id: int, version: int | None = None):
 
 
 @shared_task(name="channels_app.tasks.bundle_dispatch", bind=True, acks_late=True, max_retries=5,
-             time_limit=600, soft_time_limit=540)
+             time_limit=DISPATCH_TIME_LIMIT, soft_time_limit=DISPATCH_SOFT_TIME_LIMIT)
 def bundle_dispatch(self, bundle_id: int):
+    # The service raises only when the agent had not started: retrying then cannot answer twice.
     try:
         return services.bundle_dispatch(bundle_id=bundle_id)
     except Exception as exc:

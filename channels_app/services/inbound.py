@@ -14,10 +14,12 @@ from pathlib import Path
 import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Max, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.text import get_valid_filename
+
+from lindy.models import TaskEvent
 
 from ..models import (
     Channel,
@@ -25,6 +27,7 @@ from ..models import (
     InboundAttachment,
     InboundBundle,
     InboundMessage,
+    OutboundMessage,
     SendingNumber,
     TextingProfile,
     WebhookEvent,
@@ -35,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 # After this many failed hand-overs a bundle is left FAILED for a person to look at.
 MAX_DISPATCH_ATTEMPTS = 6
+# The dispatch task runs the agent synchronously: its time limits (tasks.bundle_dispatch).
+DISPATCH_SOFT_TIME_LIMIT = 540
+DISPATCH_TIME_LIMIT = 600
 
 
 def webhook_event_claim(*, source: str, event_id: str, event_type: str = "") -> bool:
@@ -141,8 +147,9 @@ def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: st
 
 def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[str, float]:
     """Claim the conversation's pending messages if its window has closed.
-    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0), or
-    ("superseded", 0) when a later message (`version` is stale) queued its own check."""
+    Returns ("wait", seconds) while the window is open, ("dispatch", bundle_id), ("nothing", 0),
+    ("superseded", 0) when a later message (`version` is stale) queued its own check, or ("busy", 0)
+    while an earlier bundle of the conversation is with the agent (it fires this again when done)."""
     now = timezone.now()
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
@@ -155,6 +162,10 @@ def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[
             if version is not None and version != conversation.version:
                 return ("superseded", 0)
             return ("wait", (conversation.deadline - now).total_seconds())
+        if _in_flight(conversation.pk).exists():
+            # The agent is still on this conversation's previous bundle: these messages go next,
+            # once its reply is in the history, so it never answers the earlier ones again.
+            return ("busy", 0)
         bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
         # The conditional update is the claim: a concurrent claimer finds nothing left.
         claimed = InboundMessage.objects.filter(conversation=conversation, bundle__isnull=True).update(bundle=bundle)
@@ -163,6 +174,25 @@ def debounce_fire(*, conversation_id: int, version: int | None = None) -> tuple[
             return ("nothing", 0)
         Conversation.objects.filter(pk=conversation.pk).update(deadline=None)
     return ("dispatch", bundle.pk)
+
+
+def _in_flight(conversation_id: int):
+    """Bundles of the conversation the agent has, or will have again (a retry is due)."""
+    return InboundBundle.objects.filter(conversation_id=conversation_id).filter(
+        Q(status=InboundBundle.Status.DISPATCHING)
+        | Q(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    )
+
+
+def _fire_pending(conversation_id: int) -> None:
+    """A bundle left the agent: messages that came in meanwhile are next."""
+    from .. import tasks
+
+    if not InboundMessage.objects.filter(conversation_id=conversation_id, bundle__isnull=True).exists():
+        return
+    deadline = Conversation.objects.filter(pk=conversation_id).values_list("deadline", flat=True).first()
+    delay = max(0.0, (deadline - timezone.now()).total_seconds()) if deadline else 0.0
+    _enqueue(tasks.debounce_fire, conversation_id, countdown=delay)
 
 
 def _message_payload(message: InboundMessage) -> dict:
@@ -175,17 +205,48 @@ def _message_payload(message: InboundMessage) -> dict:
     return item
 
 
+def _agent_started(bundle: InboundBundle) -> bool:
+    """Did the agent leave any trace since it was handed this bundle (an event on one of the
+    user's tasks, a message to them)? If so, running it again could answer the user twice."""
+    if bundle.handed_over_at is None:
+        return False
+    profile = bundle.conversation.profile
+    if TaskEvent.objects.filter(task__owner_id=profile.user_id, pk__gt=bundle.task_event_mark or 0).exists():
+        return True
+    return OutboundMessage.objects.filter(user_id=profile.user_id, created_at__gte=bundle.handed_over_at).exists()
+
+
+def dispatch_lease_seconds() -> float:
+    """How long a DISPATCHING bundle may stay so before the sweep calls it abandoned: always past
+    the dispatch task's hard time limit, so a slow run that is still alive is never taken for dead."""
+    return max(float(settings.CHANNELS_DISPATCH_LEASE_SECONDS), DISPATCH_TIME_LIMIT + 60)
+
+
+def _release_or_fail(bundle: InboundBundle, *, error: str) -> str:
+    """After a dispatch that did not finish: back to CLAIMED (dispatched again) when the agent left
+    no trace, otherwise FAILED for a person to look at; never re-run an agent that already acted."""
+    live = InboundBundle.objects.filter(pk=bundle.pk, status=InboundBundle.Status.DISPATCHING)
+    if _agent_started(bundle):
+        live.update(status=InboundBundle.Status.FAILED, error=error[:2000])
+        return "failed"
+    live.update(status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, error=error[:2000])
+    return "released"
+
+
 def bundle_dispatch(*, bundle_id: int) -> str:
-    """Hand a claimed bundle to the agent, once. The typing bubble starts here."""
+    """Hand a claimed bundle to the agent, at most once. The typing bubble starts here.
+
+    Returns "dispatched", "already" (someone else has or had it) or "failed" (the agent failed
+    after it had started acting: recorded, not re-run). Raises when the hand-over failed before the
+    agent did anything: the bundle is CLAIMED again and the caller may retry."""
     now = timezone.now()
     taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
         status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1
     )
     if not taken:
         return "already"
-    # Any failure below puts the bundle back to CLAIMED (a retry or the sweep hands it over again);
-    # its messages stay claimed by it, so they can never land in a second bundle.
-    conversation = None
+    # Its messages stay claimed by this bundle whatever happens, so they never land in a second one.
+    bundle = None
     try:
         bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
         conversation = bundle.conversation
@@ -194,19 +255,32 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         ]
         outbound.typing_start(conversation=conversation)
         handler = import_string(settings.LINDY_INBOUND_HANDLER)
+        bundle.task_event_mark = TaskEvent.objects.aggregate(last=Max("pk"))["last"] or 0
+        bundle.handed_over_at = timezone.now()
+        InboundBundle.objects.filter(pk=bundle_id).update(
+            handed_over_at=bundle.handed_over_at, task_event_mark=bundle.task_event_mark
+        )
         result = handler(
             user=conversation.profile.user, channel=conversation.channel,
             conversation_ref=conversation.conversation_ref(), messages=messages,
         )
-    except Exception as exc:
-        InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
-        if conversation is not None:
-            outbound.typing_stop(profile=conversation.profile)
+    except Exception as exc:  # SoftTimeLimitExceeded included: a slow run ends here too
+        if bundle is None:
+            InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
+            raise
+        outbound.typing_stop(profile=bundle.conversation.profile)
+        if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":
+            logger.exception("the agent failed on bundle %s after it started; not re-run", bundle_id)
+            _fire_pending(bundle.conversation_id)
+            return "failed"
         raise
     InboundBundle.objects.filter(pk=bundle_id).update(
         status=InboundBundle.Status.DISPATCHED, dispatched_at=timezone.now(), agent_task_id=getattr(result, "pk", None),
         error="",
     )
+    # The bubble ends with the first reply; an agent that chose not to reply must not leave it on.
+    outbound.typing_stop(profile=conversation.profile)
+    _fire_pending(conversation.pk)
     return "dispatched"
 
 
@@ -233,16 +307,24 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
         delay = max(0.0, (conversation.deadline - now).total_seconds()) if conversation.deadline else 0.0
         tasks.debounce_fire.apply_async((conversation.pk,), countdown=delay)
         fired += 1
-    stale = now - timedelta(seconds=settings.CHANNELS_DISPATCH_LEASE_SECONDS)
-    InboundBundle.objects.filter(status=InboundBundle.Status.DISPATCHING, claimed_at__lt=stale).update(
-        status=InboundBundle.Status.CLAIMED
-    )
+    stale = now - timedelta(seconds=dispatch_lease_seconds())
+    abandoned = InboundBundle.objects.filter(
+        status=InboundBundle.Status.DISPATCHING, claimed_at__lt=stale
+    ).select_related("conversation__profile")
+    failed = 0
+    for bundle in abandoned:
+        outcome = _release_or_fail(
+            bundle, error="The worker stopped while dispatching this bundle (killed or past its time limit)."
+        )
+        if outcome == "failed":
+            outbound.typing_stop(profile=bundle.conversation.profile)
+            failed += 1
     redispatched = 0
     retryable = InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
     for bundle_id in retryable.values_list("pk", flat=True):
         tasks.bundle_dispatch.delay(bundle_id)
         redispatched += 1
-    return {"conversations": fired, "bundles": redispatched}
+    return {"conversations": fired, "bundles": redispatched, "failed": failed}
 
 
 def attachment_store(*, attachment_id: int) -> bool:

@@ -42,3 +42,37 @@ def record_in_process(*, user, channel, conversation_ref, messages):
 
 def failing(*, user, channel, conversation_ref, messages):
     raise RuntimeError("agent unavailable")
+
+
+def replies_then_fails(*, user, channel, conversation_ref, messages):
+    """An agent run that answered the user, then crashed."""
+    from channels_app.services import user_message_send
+
+    CALLS.append({"user": user, "channel": channel, "conversation_ref": conversation_ref, "messages": messages})
+    user_message_send(user=user, body="On it: your 3pm is free.")
+    raise RuntimeError("agent crashed after replying")
+
+
+def acts_then_runs_out_of_time(*, user, channel, conversation_ref, messages):
+    """A slow agent run: it recorded the user's messages, then hit the task's soft time limit."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from lindy import services as lindy_services
+    from lindy.models import Membership
+
+    CALLS.append({"user": user, "channel": channel, "conversation_ref": conversation_ref, "messages": messages})
+    team = Membership.objects.filter(user=user).first().team
+    task = lindy_services.task_create(team=team, owner=user, title="slow")
+    lindy_services.task_event_add(task=task, actor="user", content=messages[0]["text"])
+    raise SoftTimeLimitExceeded()
+
+
+def record_act_then_hang(*, user, channel, conversation_ref, messages):
+    """A slow agent run that has already acted (an event on the user's task), in another process."""
+    from lindy import services as lindy_services
+    from lindy.models import Membership
+
+    record(user=user, channel=channel, conversation_ref=conversation_ref, messages=messages)
+    task = lindy_services.task_create(team=Membership.objects.filter(user=user).first().team, owner=user, title="slow")
+    lindy_services.task_event_add(task=task, actor="assistant", content="Checking your calendar.")
+    time.sleep(120)

@@ -99,3 +99,37 @@ def test_worker_killed_between_arrival_and_dispatch_loses_nothing(celery_worker_
     time.sleep(3)
     assert len(recorder.calls()) == 1
     assert InboundBundle.objects.count() == 1
+
+
+def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_process, wiring, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from channels_app import services
+    from channels_app.services.inbound import dispatch_lease_seconds
+    from lindy.models import Membership
+    from tests.factories import TeamFactory
+
+    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record_act_then_hang")
+    monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", "5")  # a lost delivery comes back quickly
+    user, line, profile = _people()
+    Membership.objects.create(team=TeamFactory(name="Acme"), user=user, role=Membership.Role.MEMBER)
+    celery_worker_process.start()
+    send(profile, line, "what's my day?")
+    assert len(wait_for_calls(1, timeout=15)) == 1, celery_worker_process.log()
+    time.sleep(0.5)
+    celery_worker_process.kill()  # mid-run, after the agent acted
+    assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHING
+
+    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record")
+    celery_worker_process.start()  # its start-up recovery runs; a redelivery may come
+    time.sleep(8)
+    assert len(recorder.calls()) == 1, celery_worker_process.log()
+
+    # Long after, the sweep finds the run dead: the agent had acted, so it is failed, not re-run.
+    InboundBundle.objects.update(claimed_at=timezone.now() - timedelta(seconds=dispatch_lease_seconds() + 1))
+    assert services.debounce_recover()["failed"] == 1
+    time.sleep(3)
+    assert len(recorder.calls()) == 1
+    assert InboundBundle.objects.get().status == InboundBundle.Status.FAILED

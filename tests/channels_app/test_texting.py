@@ -199,9 +199,11 @@ def test_window_reset_then_one_bundle_in_order_with_reactions_and_images(cast, l
     assert [m["text"] for m in call["messages"]] == ["hey", "what's my day", ""]
     assert call["messages"][1]["attachments"][0]["filename"] == "plans.jpg"
     assert call["messages"][2]["reaction"]["type"] == "love"
-    # The typing bubble starts when the bundle goes to the agent.
+    # The typing bubble starts when the bundle goes to the agent; the agent runs inside the dispatch,
+    # so one that sent no reply does not leave it on.
     assert [r.path for r in linq.typing("POST")] == ["/v3/chats/c1/typing"]
-    assert Conversation.objects.get(pk=conversation.pk).typing_since is not None
+    assert [r.path for r in linq.typing("DELETE")] == ["/v3/chats/c1/typing"]
+    assert Conversation.objects.get(pk=conversation.pk).typing_since is None
 
 
 def test_failed_dispatch_is_retried_not_lost(cast, linq, line):
@@ -217,6 +219,147 @@ def test_failed_dispatch_is_retried_not_lost(cast, linq, line):
     with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
         assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
     assert [m["text"] for m in recorder.CALLS[0]["messages"]] == ["hello"]
+
+
+def _claimed_bundle(profile, line, text="what's free today?"):
+    post_linq(message_received(sender=profile.phone, line=line.phone, text=text, chat_id="c1"))
+    conversation = Conversation.objects.get(profile=profile)
+    close_window(conversation)
+    outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome == "dispatch"
+    return bundle_id
+
+
+def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, line):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1",
+                                    imessage_capable=True, capability_checked_at=timezone.now())
+    bundle_id = _claimed_bundle(profile, line)
+    recorder.CALLS.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.replies_then_fails"):
+        assert services.bundle_dispatch(bundle_id=bundle_id) == "failed"  # no exception: nothing to retry
+        bundle = InboundBundle.objects.get(pk=bundle_id)
+        assert bundle.status == InboundBundle.Status.FAILED and "crashed after replying" in bundle.error
+        # A Celery retry, a redelivery or the sweep, now or long after: none reaches the agent again.
+        assert services.bundle_dispatch(bundle_id=bundle_id) == "already"
+        InboundBundle.objects.filter(pk=bundle_id).update(claimed_at=timezone.now() - timedelta(hours=2))
+        assert services.debounce_recover()["bundles"] == 0
+    assert len(recorder.CALLS) == 1
+    assert len(linq.sends()) == 1
+    assert Conversation.objects.get(profile=profile).typing_since is None
+
+
+def test_dispatch_task_does_not_retry_an_agent_that_had_started(cast, linq, twilio, line):
+    from channels_app import tasks
+
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1",
+                                    imessage_capable=True, capability_checked_at=timezone.now())
+    bundle_id = _claimed_bundle(profile, line)
+    recorder.CALLS.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.replies_then_fails"):
+        assert tasks.bundle_dispatch.apply(args=(bundle_id,)).get() == "failed"
+    assert len(recorder.CALLS) == 1 and len(linq.sends()) == 1
+
+
+def test_dispatch_task_retries_a_hand_over_that_failed_before_the_agent_acted(cast, linq, line):
+    from channels_app import tasks
+
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    bundle_id = _claimed_bundle(profile, line)
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.failing"):
+        result = tasks.bundle_dispatch.apply(args=(bundle_id,))  # eager: every retry runs in place
+    assert isinstance(result.result, RuntimeError)
+    bundle = InboundBundle.objects.get(pk=bundle_id)
+    assert bundle.attempts == tasks.bundle_dispatch.max_retries + 1
+    assert bundle.status == InboundBundle.Status.FAILED and bundle.handed_over_at is None
+
+
+def test_agent_past_its_soft_time_limit_is_not_run_again(cast, linq, line):
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
+    bundle_id = _claimed_bundle(profile, line)
+    recorder.CALLS.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.acts_then_runs_out_of_time"):
+        assert services.bundle_dispatch(bundle_id=bundle_id) == "failed"
+        assert services.debounce_recover()["bundles"] == 0
+    assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.FAILED
+    assert len(recorder.CALLS) == 1
+
+
+def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None):
+    now = timezone.now()
+    from lindy.models import TaskEvent
+
+    InboundBundle.objects.filter(pk=bundle_id).update(
+        status=InboundBundle.Status.DISPATCHING, claimed_at=now - timedelta(seconds=age_seconds), attempts=1,
+        handed_over_at=(now - timedelta(seconds=age_seconds)) if handed_over else None,
+        task_event_mark=(TaskEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) if mark is None
+        else mark,
+    )
+
+
+def test_sweep_never_takes_a_slow_live_run_for_dead(cast, linq, line):
+    from channels_app import tasks
+    from channels_app.services.inbound import dispatch_lease_seconds
+
+    # Even a lease configured shorter than the task's hard time limit is stretched past it.
+    with override_settings(CHANNELS_DISPATCH_LEASE_SECONDS=10):
+        assert dispatch_lease_seconds() > tasks.bundle_dispatch.time_limit
+        profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+        bundle_id = _claimed_bundle(profile, line)
+        _dispatching(bundle_id, age_seconds=tasks.bundle_dispatch.time_limit - 1)  # the agent is still thinking
+        assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 0}
+    assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.DISPATCHING
+
+
+def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast, linq, twilio, line, handler,
+                                                                          monkeypatch):
+    from channels_app import tasks
+    from lindy import services as lindy_services
+
+    monkeypatch.setattr(tasks.bundle_dispatch, "delay", lambda bundle_id: services.bundle_dispatch(bundle_id=bundle_id))
+
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
+    bundle_id = _claimed_bundle(profile, line)
+    _dispatching(bundle_id, age_seconds=3600)  # killed right after the hand-over, before the agent wrote anything
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
+    bundle = InboundBundle.objects.get(pk=bundle_id)
+    assert bundle.status == InboundBundle.Status.DISPATCHED and len(handler) == 1  # dispatched again
+
+    other = _claimed_bundle(profile, line, text="and tomorrow?")
+    _dispatching(other, age_seconds=3600)
+    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="t")
+    lindy_services.task_event_add(task=task, actor="user", content="and tomorrow?")  # the agent had begun
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 1}
+    assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.FAILED
+    assert len(handler) == 1
+
+
+def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, linq, line, handler, monkeypatch):
+    from channels_app import tasks
+    from channels_app.services.inbound import MAX_DISPATCH_ATTEMPTS
+
+    queued = []
+    monkeypatch.setattr(tasks.debounce_fire, "apply_async", lambda args, countdown=None: queued.append(args))
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    first = _claimed_bundle(profile, line, text="what's my day?")
+    conversation = Conversation.objects.get(profile=profile)
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="also the weather", chat_id="c1"))
+    close_window(conversation)
+    # A second run now would read "what's my day?" unanswered and might answer it again.
+    assert services.debounce_fire(conversation_id=conversation.pk) == ("busy", 0)
+
+    queued.clear()
+    assert services.bundle_dispatch(bundle_id=first) == "dispatched"
+    assert queued and queued[0][0] == conversation.pk  # the next bundle is fired when the run ends
+    outcome, second = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome == "dispatch"
+    assert services.bundle_dispatch(bundle_id=second) == "dispatched"
+    assert [[m["text"] for m in call["messages"]] for call in handler] == [["what's my day?"], ["also the weather"]]
+
+    # A bundle nobody will dispatch again (out of attempts) does not hold the conversation up.
+    post_linq(message_received(sender=profile.phone, line=line.phone, text="hello?", chat_id="c1"))
+    InboundBundle.objects.filter(pk=second).update(status=InboundBundle.Status.CLAIMED, attempts=MAX_DISPATCH_ATTEMPTS)
+    close_window(conversation)
+    assert services.debounce_fire(conversation_id=conversation.pk)[0] == "dispatch"
 
 
 def test_attachments_are_copied_from_the_expiring_url(cast, linq, line, tmp_path):
@@ -239,7 +382,7 @@ def test_unknown_sender_is_stored_but_not_dispatched(linq, line, handler):
     post_linq(message_received(sender="+19995550000", line=line.phone, text="who is this"))
     message = InboundMessage.objects.get()
     assert message.profile is None and message.conversation is None
-    assert services.debounce_recover() == {"conversations": 0, "bundles": 0}
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 0}
 
 
 # --- Sending -----------------------------------------------------------------------------------

@@ -56,6 +56,10 @@ def test_a_text_asking_for_an_email_is_validated_executed_and_answered(cast, pro
     sent = [r.json["message"]["parts"][0]["value"] for r in providers.sends()]
     assert sent and sent[-1].startswith("Done")
     assert not Decision.objects.filter(task=task, tool="reply_to_user").exists()
+    # Typing from the dispatch until the first reply, then no bubble left on.
+    calls = [(r.method, r.path.rsplit("/", 1)[-1]) for r in providers.requests if r.path.startswith("/v3/chats")]
+    assert calls[:3] == [("POST", "typing"), ("DELETE", "typing"), ("POST", "messages")], calls
+    assert Conversation.objects.get(profile=profile).typing_since is None
 
 
 def test_an_explicit_payment_request_is_executed_once_and_reported(cast, providers):
@@ -93,3 +97,32 @@ def test_a_standing_permission_in_the_users_memory_authorizes(cast):
     other = validator.check(user=cast.admin, team=cast.team, tool="send_email", arguments=arguments,
                             justification=justification, history=history)
     assert other.status == Decision.Status.BLOCKED
+
+
+def test_an_agent_run_that_fails_after_acting_is_never_run_again(cast, providers, monkeypatch):
+    """The real agent executes the email, then crashes: the bundle is failed, not retried, so the
+    email goes once and the user is never answered twice (by a retry, a redelivery or the sweep)."""
+    from channels_app.models import InboundBundle
+    from validator import services as validator_services
+
+    line = SendingNumberFactory(phone="+14155550100")
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="chat-1",
+                                    imessage_capable=True, capability_checked_at=timezone.now())
+    text_in(providers, profile, line, "Send an email to jane@initech.test saying the contract is signed")
+
+    def crash(**kwargs):
+        raise RuntimeError("worker lost its database connection")
+
+    monkeypatch.setattr(validator_services, "decision_mark_executed", crash)
+    assert close_window_and_dispatch(profile) == "failed"
+    bundle = InboundBundle.objects.get()
+    assert bundle.status == InboundBundle.Status.FAILED and "database connection" in bundle.error
+
+    monkeypatch.undo()
+    assert channels.bundle_dispatch(bundle_id=bundle.pk) == "already"
+    InboundBundle.objects.filter(pk=bundle.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
+    assert channels.debounce_recover()["bundles"] == 0
+    assert OutboxEntry.objects.filter(tool="send_email").count() == 1
+    assert AgentTask.objects.get(owner=cast.member).events.filter(actor="user").count() == 1
+    assert not providers.sends()  # the crash came before the reply; no second run sends one either
+    assert Conversation.objects.get(profile=profile).typing_since is None
