@@ -9,7 +9,7 @@ class ValidatorConfig(AppConfig):
         from lindy import agent_offline, navigation, permissions  # noqa: F401  (registers the agent's offline rules)
         from router.services.evals import register_request_builder
 
-        from . import offline  # noqa: F401  (registers the validator's offline rules)
+        from . import offline, prompts  # noqa: F401  (offline registers the validator's offline rules)
         from .evals import build_eval_request
         from .selectors import blocked_count
 
@@ -20,4 +20,4 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
-        register_request_builder("validator", build_eval_request)
+        register_request_builder("validator", build_eval_request, variants=lambda: prompts.VARIANTS)

@@ -27,6 +27,13 @@ def send(ctx, tool: str, arguments: dict, result_cls):
         return result_cls(ok=False, adapter="user_channel", data={"outbox_id": entry.pk},
                           content=f"Sending the message to the user failed: {type(exc).__name__}: {exc}")
     response = response if isinstance(response, dict) else {"response": str(response)}
+    if response.get("sent") is False:
+        # Refused (the user never texted in) or no line could carry it: not sent, and the agent must know.
+        reason = response.get("reason") or response.get("status") or "not sent"
+        entry = entry_create(ctx, tool, arguments, adapter="user_channel", status=OutboxEntry.Status.FAILED,
+                             error=reason, response=response)
+        return result_cls(ok=False, adapter="user_channel", data={"outbox_id": entry.pk, **response},
+                          content=f"The message was not sent to the user: {reason}")
     entry = entry_create(ctx, tool, arguments, adapter="user_channel", status=OutboxEntry.Status.SENT,
                          response=response)
     return result_cls(ok=True, adapter="user_channel", data={"outbox_id": entry.pk, **response},

@@ -126,3 +126,16 @@ def test_an_agent_run_that_fails_after_acting_is_never_run_again(cast, providers
     assert AgentTask.objects.get(owner=cast.member).events.filter(actor="user").count() == 1
     assert not providers.sends()  # the crash came before the reply; no second run sends one either
     assert Conversation.objects.get(profile=profile).typing_since is None
+
+
+def test_a_reply_to_a_user_who_never_texted_is_a_failure_the_agent_sees(cast, providers):
+    from lindy import agent
+    from tests.validator.helpers import task_with
+
+    task = task_with(cast.member, cast.team, [("user", "What's on my calendar tomorrow?")])
+    agent.run(task)
+    entry = OutboxEntry.objects.get(tool="reply_to_user")
+    assert entry.status == "failed" and "never texted" in entry.error
+    assert not providers.sends()
+    result = task.events.filter(actor="tool", tool_name="reply_to_user").get()
+    assert result.content.startswith("The message was not sent to the user")

@@ -226,4 +226,5 @@ def test_route_page_says_which_variants_the_eval_set_builds(cast):
     assert refused.status_code == 400 and "no prompt for variant" in refused.content.decode()
     assert not EvalRun.objects.exists()
     validator = client.get("/router/routes/validator/").content.decode()
-    assert "the app that owns the route builds each request" in validator
+    # The validator builds its own requests and names its prompt variants.
+    assert "<code>default</code>, <code>terse</code>" in validator
