@@ -97,7 +97,7 @@ class OutboxOut(Schema):
 
 
 OutboxStatus = Literal["recorded", "sent", "failed"]
-StatusName = Literal["exempt", "allowed", "executed", "blocked", "authorized", "dismissed", "suggestion_followed"]
+StatusName = Literal["exempt", "allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed"]
 
 
 def _check_out(decision: Decision) -> dict:

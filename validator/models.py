@@ -16,8 +16,9 @@ class Decision(models.Model):
         EXEMPT = "exempt", "Exempt (not validated)"
         ALLOWED = "allowed", "Allowed"
         EXECUTED = "executed", "Allowed and executed"
+        EXECUTION_FAILED = "execution_failed", "Allowed, but running it failed"
         BLOCKED = "blocked", "Blocked"
-        AUTHORIZED = "authorized", "Authorized by the user and executed"
+        AUTHORIZED = "authorized", "Authorized by the user"
         DISMISSED = "dismissed", "Dismissed"
         SUGGESTION_FOLLOWED = "suggestion_followed", "Suggestion sent back to the task"
 

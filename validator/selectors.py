@@ -12,7 +12,7 @@ from lindy import permissions
 
 from .models import Decision
 
-VALIDATED = ("allowed", "executed", "blocked", "authorized", "dismissed", "suggestion_followed")
+VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
 
 
 def blocked_count(user) -> int:

@@ -155,9 +155,8 @@ def _fail(decision: Decision, reason: str) -> None:
 
 
 def decision_mark_executed(*, decision: Decision, result: dict) -> Decision:
-    Decision.objects.filter(pk=decision.pk).update(
-        status=Decision.Status.EXECUTED, executed_at=timezone.now(), execution_result=result
-    )
+    status = Decision.Status.EXECUTED if result.get("ok", True) else Decision.Status.EXECUTION_FAILED
+    Decision.objects.filter(pk=decision.pk).update(status=status, executed_at=timezone.now(), execution_result=result)
     decision.refresh_from_db()
     return decision
 

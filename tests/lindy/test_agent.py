@@ -238,3 +238,12 @@ def test_a_calendar_event_for_the_user_alone_runs_without_the_validator(cast, fa
     assert Decision.objects.count() == 0
     entry = OutboxEntry.objects.get(tool="create_calendar_event")
     assert entry.status == "recorded" and entry.decision is None
+
+
+def test_an_allowed_action_that_fails_to_run_is_not_called_executed(cast):
+    with FakeSlack() as slack, override_settings(**slack.settings()):
+        slack.install(cast.team)
+        task = inbound(cast.member, "Post in #secret-room saying hi")
+    decision = Decision.objects.get(task=task, tool="post_slack_message")
+    assert decision.status == Decision.Status.EXECUTION_FAILED
+    assert decision.execution_result["ok"] is False
