@@ -140,6 +140,27 @@ def test_gmail_lists_and_fetches_messages_since_the_cursor(cast, gmail):
     assert len(listing) == 2  # pages of two
 
 
+def test_gmail_backlog_larger_than_a_run_is_taken_oldest_first_and_nothing_is_skipped(cast, gmail, monkeypatch):
+    from hydration.sources import gmail as gmail_source
+
+    monkeypatch.setattr(gmail_source, "MAX_MESSAGES", 2)
+    _connected(cast.member, gmail)
+    for n in range(6):
+        gmail.add_message(f"m{n}", internal_ms=1_700_000_000_000 + n * 60_000, subject=f"Mail {n}", body=f"body {n}")
+    fs = user_fs(cast.member)
+    # A first connection starts from the newest mail, not the whole mailbox.
+    first = GmailSource().fetch(fs, {})
+    assert [i.external_id for i in first.items] == ["m4", "m5"]
+    # With a cursor, a backlog is worked through from its oldest message, run after run.
+    cursor, seen = {"after_ms": 1_700_000_000_000}, []
+    for _ in range(4):
+        fetched = GmailSource().fetch(fs, cursor)
+        seen += [i.external_id for i in fetched.items]
+        cursor = fetched.cursor
+    assert seen == ["m1", "m2", "m3", "m4", "m5"]
+    assert cursor == {"after_ms": 1_700_000_000_000 + 5 * 60_000}
+
+
 def test_gmail_refreshes_an_expired_token(cast, gmail):
     account = _connected(cast.member, gmail, expired=True)
     gmail.add_message("m1", internal_ms=1_700_000_000_000, subject="Hi", body="hello there friend")
