@@ -87,6 +87,26 @@ def test_slack_user_reads_their_enabled_private_channels_from_the_cursor(cast, s
         SlackSource().fetch(user_fs(cast.admin), {})
 
 
+def test_slack_backlog_longer_than_one_run_is_read_to_its_oldest_message(cast, slack, monkeypatch):
+    from hydration.sources import slack as slack_source
+
+    monkeypatch.setattr(slack_source, "MAX_PAGES_PER_CHANNEL", 2)  # pages of two: four messages per run
+    _slack_setup(cast)
+    for i in range(7):
+        slack.post_message("C0GENERAL", f"17000000{i:02d}.000100", f"message {i}")
+    fs = team_fs(cast.team)
+    cursor, seen = {"channels": {"C0GENERAL": "1700000000.000100"}}, []
+    for _ in range(3):
+        fetched = SlackSource().fetch(fs, cursor)
+        seen += [i.text for i in fetched.items]
+        cursor = fetched.cursor
+    assert sorted(seen) == [f"#general: message {i}" for i in range(1, 7)]
+    assert cursor == {"channels": {"C0GENERAL": "1700000006.000100"}}
+    # Newer messages after the backlog come next, from the advanced cursor.
+    slack.post_message("C0GENERAL", "1700000010.000100", "message 10")
+    assert [i.text for i in SlackSource().fetch(fs, cursor).items] == ["#general: message 10"]
+
+
 def test_slack_honours_429_retry_after(cast, slack):
     _slack_setup(cast)
     slack.post_message("C0GENERAL", "1700000001.000000", "after the rate limit")
