@@ -88,3 +88,18 @@ def test_item_attributes_and_text_cannot_break_out_of_their_fence():
     assert "&quot;Jane&quot; &lt;jane@x.test&gt;&quot; id=&quot;99" in block
     _, messages = prompts.summarize_prompt([item], scope="the user u@x.test")
     assert messages[0]["content"].count("</items>") == 1
+
+
+@pytest.mark.django_db
+def test_agent_tools_refuse_content_the_write_would_refuse(cast):
+    from hydration import agent
+    from memory.services import MAX_FILE_BYTES
+
+    draft = agent.Draft.load(team_fs(cast.team))
+    for bad in ("nul\x00byte", "x" * (MAX_FILE_BYTES + 1), 42):
+        with pytest.raises(agent.ToolError):
+            draft.create("notes.md", bad)
+        with pytest.raises(agent.ToolError):
+            draft.update("index.md", bad)
+    draft.create("notes.md", "fine", sources=[3, "4", 2**70, -1, "x"])
+    assert draft.sources == {"notes.md": {3, 4}} and [c.op for c in draft.changes] == ["create"]
