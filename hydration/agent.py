@@ -17,7 +17,7 @@ from django.conf import settings
 from memory import links
 from memory.models import MemoryFile
 from memory.paths import INDEX, MASTER, SPECIAL, PathError, clean_path
-from memory.services import Change
+from memory.services import MAX_FILE_BYTES, Change
 from memory.verifier import verify
 from router import gateway
 from router.types import Completion
@@ -72,11 +72,24 @@ class Draft:
         ids = set()
         for value in sources or []:
             try:
-                ids.add(int(value))
+                item_id = int(value)
             except (TypeError, ValueError):
                 continue
+            if 0 < item_id < 2**63:  # a model's stray number must not overflow the database's integer
+                ids.add(item_id)
         if ids:
             self.sources.setdefault(path, set()).update(ids)
+
+    @staticmethod
+    def _text(content) -> str:
+        # Refused here rather than by the final write, so the agent can fix it in its loop.
+        if not isinstance(content, str):
+            raise ToolError("content must be text.")
+        if "\x00" in content:
+            raise ToolError("content may not contain NUL characters.")
+        if len(content.encode("utf-8")) > MAX_FILE_BYTES:
+            raise ToolError(f"A memory file may be at most {MAX_FILE_BYTES} bytes: split it.")
+        return content
 
     def read(self, raw) -> str:
         _, file = self._existing(raw)
@@ -84,8 +97,7 @@ class Draft:
 
     def create(self, raw, content, sources=None) -> str:
         path = self._path(raw)
-        if not isinstance(content, str):
-            raise ToolError("content must be text.")
+        content = self._text(content)
         if path in self.files:
             raise ToolError(f"{path} already exists: use update_file.")
         self.files[path] = DraftFile(content, 1, None)
@@ -95,8 +107,7 @@ class Draft:
 
     def update(self, raw, content, sources=None) -> str:
         path, file = self._existing(raw)
-        if not isinstance(content, str):
-            raise ToolError("content must be text.")
+        content = self._text(content)
         if content == file.content:
             return f"{path} already has that content."
         self.changes.append(Change("update", path, content=content, base_version=file.version))

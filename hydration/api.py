@@ -11,12 +11,14 @@ from ninja import Router, Schema, Status
 from lindy import permissions
 from lindy.api_root import ApiError
 from memory import selectors as memory_selectors
+from memory import services as memory_services
 
 from . import selectors, services
 from .models import Run
 from .sources import SOURCES
 
 router = Router(tags=["hydration"])
+MAX_OFFSET = memory_services.MAX_OFFSET
 
 
 class SourceOut(Schema):
@@ -105,8 +107,8 @@ def source_update(request, fs_id: int, source: str, payload: SourceIn):
 @router.get("/filesystems/{fs_id}/runs", response=list[RunOut])
 def runs_list(request, fs_id: int, limit: int = 20, offset: int = 0):
     fs = _fs(request, fs_id)
-    if not (1 <= limit <= 100) or offset < 0:
-        raise ApiError(422, "limit must be 1..100 and offset at least 0.")
+    if not (1 <= limit <= 100) or not (0 <= offset <= MAX_OFFSET):
+        raise ApiError(422, f"limit must be 1..100 and offset 0..{MAX_OFFSET}.")
     return list(selectors.runs_for(fs)[offset:offset + limit])
 
 
@@ -128,7 +130,7 @@ def run_get(request, run_id: int):
 def run_items(request, run_id: int, limit: int = 100, offset: int = 0):
     if not permissions.can_use_memory(request.user):
         raise ApiError(404, "No such file system.")
-    if not (1 <= limit <= 500) or offset < 0:
-        raise ApiError(422, "limit must be 1..500 and offset at least 0.")
+    if not (1 <= limit <= 500) or not (0 <= offset <= MAX_OFFSET):
+        raise ApiError(422, f"limit must be 1..500 and offset 0..{MAX_OFFSET}.")
     run = selectors.run_get(request.user, run_id)
     return list(selectors.run_items(run)[offset:offset + limit])

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .encryption import EncryptedTextField
+
 
 class SourceKind(models.TextChoices):
     SLACK = "slack", "Slack"
@@ -194,8 +196,8 @@ class FileSource(models.Model):
 
 
 class GmailAccount(models.Model):
-    """A user's connected Gmail account. The tokens stay on the server: no page or API
-    response ever includes them."""
+    """A user's connected Gmail account. The tokens stay on the server, encrypted at rest
+    (see encryption.py): no page or API response ever includes them."""
 
     class Status(models.TextChoices):
         CONNECTED = "connected", "Connected"
@@ -203,8 +205,8 @@ class GmailAccount(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gmail_account")
     email = models.EmailField(blank=True)
-    access_token = models.TextField(blank=True)
-    refresh_token = models.TextField(blank=True)
+    access_token = EncryptedTextField(blank=True)
+    refresh_token = EncryptedTextField(blank=True)
     token_expires_at = models.DateTimeField(null=True, blank=True)
     scopes = models.TextField(blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.CONNECTED)

@@ -64,11 +64,16 @@ def fence(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def attribute(text: str) -> str:
+    """Text that cannot close the attribute it sits in (e.g. a From header "Jane" <j@x>)."""
+    return html.escape(text, quote=True)
+
+
 def item_block(item) -> str:
-    attrs = (f'id="{item.pk}" source="{item.source}" author="{fence(item.author)}" '
+    attrs = (f'id="{item.pk}" source="{item.source}" author="{attribute(item.author)}" '
              f'time="{item.occurred_at:%Y-%m-%d %H:%M}"')
     if item.title:
-        attrs += f' title="{fence(item.title)}"'
+        attrs += f' title="{attribute(item.title)}"'
     return f"<item {attrs}>\n{fence(item.text)}\n</item>"
 
 
@@ -184,7 +189,7 @@ VERIFIER_MARKER = "THE VERIFIER REJECTED THE DRAFT"
 
 
 def verifier_feedback(violations: list[dict], *, round_no: int, rounds: int) -> str:
-    lines = "\n".join(f'- <violation path="{fence(v["path"])}" kind="{v["kind"]}">{fence(v["detail"])}</violation>'
+    lines = "\n".join(f'- <violation path="{attribute(v["path"])}" kind="{v["kind"]}">{fence(v["detail"])}</violation>'
                       for v in violations)
     return (f"{VERIFIER_MARKER} (round {round_no} of {rounds}). Cut or reorganise content so that every file "
             f"fits its budget and is linked from index.md or master.md:\n{lines}\n\n"

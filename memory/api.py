@@ -53,7 +53,7 @@ class FilePutIn(Schema):
     base_version: int | None = Field(None, ge=0, description="The version you edited; omit or 0 to create.")
     message: str = Field("", max_length=services.MAX_MESSAGE)
     index_description: str | None = Field(
-        None, max_length=300, description="When creating: also add the file's line to index.md, in the same revision."
+        None, max_length=services.MAX_DESCRIPTION, description="When creating: also add the file's line to index.md, in the same revision."
     )
 
 
@@ -232,7 +232,7 @@ def verify(request, fs_id: int):
 
 class PageIn(Schema):
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=services.MAX_OFFSET)
     path: str | None = Field(None, max_length=1000, description="Only revisions that touched this file.")
 
 

@@ -27,6 +27,11 @@ from .verifier import Budgets, Violation, linked_paths, verify
 MAX_FILE_BYTES = 200_000
 MAX_CHANGES = 10_000
 MAX_MESSAGE = 500
+MAX_DESCRIPTION = 300
+# Budgets are stored as 32-bit integers; no model context comes near this many tokens.
+MAX_BUDGET = 10_000_000
+# Beyond this a paginated read is refused rather than passed to the database as an overflowing integer.
+MAX_OFFSET = 1_000_000_000
 
 AuthorKind = Revision.AuthorKind
 OPS = ("create", "update", "write", "move", "delete")
@@ -334,6 +339,8 @@ def file_write(
     """Create or update one file. Creating it with `index_description` adds its index line
     in the same revision, so the new file is not a dead memory."""
     path = _clean(path)
+    if index_description is not None and len(index_description) > MAX_DESCRIPTION:
+        raise InvalidChange(f"The index description may be at most {MAX_DESCRIPTION} characters.")
     exists = MemoryFile.objects.filter(filesystem=filesystem, path=path).exists()
     changes = [Change("update" if exists else "create", path, content=content, base_version=base_version)]
     if exists and create_only:
@@ -454,6 +461,8 @@ def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_to
     """New budgets, refused if the live files would then break them."""
     if file_tokens < 1 or always_loaded_tokens < 1:
         raise InvalidChange("Budgets must be positive numbers of tokens.")
+    if file_tokens > MAX_BUDGET or always_loaded_tokens > MAX_BUDGET:
+        raise InvalidChange(f"Budgets may be at most {MAX_BUDGET:,} tokens.")
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
         budgets = Budgets(file_tokens=file_tokens, always_loaded_tokens=always_loaded_tokens)

@@ -12,8 +12,9 @@ from ..gmail import GmailClient, GmailDisconnected
 from ..models import GmailAccount
 from .base import Fetched, NotConnected, Source, SourceItem
 
-PAGE_SIZE = 100
-MAX_MESSAGES = 500
+PAGE_SIZE = 500  # the most messages.list returns per page
+MAX_MESSAGES = 500  # fetched (one request each) per run
+MAX_LISTED = 20_000  # ids listed per run to find the oldest not yet taken
 MAX_BODY_CHARS = 8000
 _TAGS = re.compile(r"<[^>]+>")
 
@@ -61,7 +62,9 @@ class GmailSource(Source):
             ids: list[str] = []
             page_token = None
             query = f"after:{after_ms // 1000}" if after_ms else ""
-            while len(ids) < MAX_MESSAGES:
+            # A first run (no cursor) starts from the newest mail rather than the whole mailbox.
+            limit = MAX_LISTED if after_ms else MAX_MESSAGES
+            while len(ids) < limit:
                 params = {"maxResults": PAGE_SIZE, "q": query}
                 if page_token:
                     params["pageToken"] = page_token
@@ -70,8 +73,12 @@ class GmailSource(Source):
                 page_token = listing.get("nextPageToken")
                 if not page_token:
                     break
+            # Gmail lists newest first. With a backlog larger than one run takes, take the
+            # OLDEST of it: the cursor then stops at the newest message taken, and the next
+            # run continues from there, so nothing in between is skipped.
+            taken = ids[-MAX_MESSAGES:] if after_ms else ids[:MAX_MESSAGES]
             items, newest = [], after_ms
-            for message_id in ids[:MAX_MESSAGES]:
+            for message_id in taken:
                 message = client.get(f"messages/{message_id}", {"format": "full"})
                 internal = int(message.get("internalDate") or 0)
                 # `after:` has a one-second grain: drop what the last run already took.

@@ -50,6 +50,9 @@ class SlackSource(Source):
         if not with_token:
             raise NotConnected("Slack is not installed with a bot token for these channels.")
         latest: dict = dict(cursor.get("channels") or {})
+        # A channel whose backlog did not fit in one run: {"latest": the oldest ts read so far,
+        # "newest": the newest}. Its cursor stays put until the older part has been read too.
+        backfill: dict = dict(cursor.get("backfill") or {})
         workspace_urls: dict[int, str] = {}
         items: list[SourceItem] = []
         for channel in with_token:
@@ -58,14 +61,20 @@ class SlackSource(Source):
             if installation.pk not in workspace_urls:
                 workspace_urls[installation.pk] = client.auth_test().get("url", "")
             oldest = latest.get(channel.channel_id, "0")
-            newest = oldest
-            page_cursor = None
+            pending = backfill.get(channel.channel_id) or {}
+            upper = pending.get("latest")
+            newest = pending.get("newest", oldest)
+            lowest = None
+            page_cursor, complete = None, False
             for _ in range(MAX_PAGES_PER_CHANNEL):
+                window = {"latest": upper} if upper else {}
                 response = client.conversations_history(
-                    channel=channel.channel_id, oldest=oldest, limit=PAGE_SIZE, cursor=page_cursor,
+                    channel=channel.channel_id, oldest=oldest, limit=PAGE_SIZE, cursor=page_cursor, **window,
                 )
                 for message in response.get("messages", []):
                     ts = message.get("ts", "")
+                    if ts and (lowest is None or float(ts) < float(lowest)):
+                        lowest = ts
                     text = (message.get("text") or "").strip()
                     if not ts or not text or message.get("subtype") in SKIPPED_SUBTYPES:
                         continue
@@ -81,10 +90,20 @@ class SlackSource(Source):
                     ))
                 page_cursor = (response.get("response_metadata") or {}).get("next_cursor")
                 if not response.get("has_more") or not page_cursor:
+                    complete = True
                     break
-            latest[channel.channel_id] = newest
+            # Slack answers newest first: a backlog cut short left its OLDEST messages unread.
+            # Moving the cursor past them would lose them; read below `lowest` next run instead.
+            if complete or lowest is None:
+                latest[channel.channel_id] = newest
+                backfill.pop(channel.channel_id, None)
+            else:
+                backfill[channel.channel_id] = {"latest": lowest, "newest": newest}
         items.sort(key=lambda item: item.occurred_at)
-        return Fetched(items=items, cursor={"channels": latest})
+        cursor = {"channels": latest}
+        if backfill:
+            cursor["backfill"] = backfill
+        return Fetched(items=items, cursor=cursor)
 
     def describe(self, filesystem) -> list[str]:
         return [f"#{c.name or c.channel_id}" + ("" if c.installation and c.installation.bot_token else " (no bot token)")

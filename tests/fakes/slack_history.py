@@ -1,4 +1,4 @@
-"""FakeSlack plus `conversations.history`, with Slack's shapes: `oldest` (exclusive), cursor
+"""FakeSlack plus `conversations.history`, with Slack's shapes: `oldest` and `latest` (exclusive), cursor
 pagination through `response_metadata.next_cursor`, and 429 with Retry-After."""
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ class FakeSlackHistory(FakeSlack):
         if channel not in self.history and channel not in self.channels:
             return Reply(200, {"ok": False, "error": "channel_not_found"})
         oldest = float(args.get("oldest") or 0)
-        # Slack answers newest first.
-        messages = sorted((m for m in self.history.get(channel, []) if float(m["ts"]) > oldest),
+        latest = float(args.get("latest") or "inf")
+        # Slack answers newest first; `oldest` and `latest` are both exclusive by default.
+        messages = sorted((m for m in self.history.get(channel, []) if oldest < float(m["ts"]) < latest),
                           key=lambda m: -float(m["ts"]))
         start = int(args.get("cursor") or 0)
         limit = min(int(args.get("limit") or 100), self.page_size)

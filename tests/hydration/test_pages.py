@@ -230,3 +230,36 @@ def test_schedule_spreads_runs_and_never_doubles(cast, enqueued):
     assert schedule.next_run_at == first_due + interval
     assert services.schedule_dispatch(now=first_due + interval) == []
     assert Run.objects.filter(filesystem=schedule.filesystem).count() == 1
+
+
+def test_run_and_provenance_pages_cost_the_same_queries_for_few_or_many_items(cast):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from lindy.models import Team
+
+    people = ["Jane Park", "Omar Diaz", "Lena Berg", "Ravi Shah", "Mia Chen", "Tom Hale", "Ada Kim", "Ben Ito"]
+    counts = []
+    for size, name in ((2, "Few"), (8, "Many")):
+        team = Team.objects.create(name=name)
+        cast.admin.memberships.create(team=team, role="admin")
+        for n in range(size):
+            core.meeting_create(team=team, owner=cast.admin, title=f"Sync {n}", occurred_at=timezone.now(),
+                                public=True,
+                                notes=f"We always review contract {n} before signing. {people[n]} joined as our CTO.")
+        fs = team_fs(team)
+        run = services.run_now_sync(filesystem=fs, trigger="manual")
+        assert run.status == "succeeded" and run.item_count == size
+        path = "procedures.md" if fs.files.filter(path="procedures.md").exists() else "index.md"
+        client = client_for(cast.admin)
+        measured = {}
+        for label, url in (("run", f"/hydration/runs/{run.pk}/"),
+                           ("split", f"/hydration/runs/{run.pk}/?view=split"),
+                           ("why-revision", f"/hydration/{fs.pk}/revisions/{run.revision_id}/why"),
+                           ("why-file", f"/hydration/{fs.pk}/why/{path}?line=2"),
+                           ("sources", f"/hydration/{fs.pk}/")):
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(url).status_code == 200, url
+            measured[label] = len(captured)
+        counts.append(measured)
+    assert counts[0] == counts[1], counts

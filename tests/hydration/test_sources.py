@@ -87,6 +87,26 @@ def test_slack_user_reads_their_enabled_private_channels_from_the_cursor(cast, s
         SlackSource().fetch(user_fs(cast.admin), {})
 
 
+def test_slack_backlog_longer_than_one_run_is_read_to_its_oldest_message(cast, slack, monkeypatch):
+    from hydration.sources import slack as slack_source
+
+    monkeypatch.setattr(slack_source, "MAX_PAGES_PER_CHANNEL", 2)  # pages of two: four messages per run
+    _slack_setup(cast)
+    for i in range(7):
+        slack.post_message("C0GENERAL", f"17000000{i:02d}.000100", f"message {i}")
+    fs = team_fs(cast.team)
+    cursor, seen = {"channels": {"C0GENERAL": "1700000000.000100"}}, []
+    for _ in range(3):
+        fetched = SlackSource().fetch(fs, cursor)
+        seen += [i.text for i in fetched.items]
+        cursor = fetched.cursor
+    assert sorted(seen) == [f"#general: message {i}" for i in range(1, 7)]
+    assert cursor == {"channels": {"C0GENERAL": "1700000006.000100"}}
+    # Newer messages after the backlog come next, from the advanced cursor.
+    slack.post_message("C0GENERAL", "1700000010.000100", "message 10")
+    assert [i.text for i in SlackSource().fetch(fs, cursor).items] == ["#general: message 10"]
+
+
 def test_slack_honours_429_retry_after(cast, slack):
     _slack_setup(cast)
     slack.post_message("C0GENERAL", "1700000001.000000", "after the rate limit")
@@ -138,6 +158,27 @@ def test_gmail_lists_and_fetches_messages_since_the_cursor(cast, gmail):
     listing = gmail.requests_to("GET", "/gmail/v1/users/me/messages")
     assert listing[0].query["q"] == "after:1700000000"
     assert len(listing) == 2  # pages of two
+
+
+def test_gmail_backlog_larger_than_a_run_is_taken_oldest_first_and_nothing_is_skipped(cast, gmail, monkeypatch):
+    from hydration.sources import gmail as gmail_source
+
+    monkeypatch.setattr(gmail_source, "MAX_MESSAGES", 2)
+    _connected(cast.member, gmail)
+    for n in range(6):
+        gmail.add_message(f"m{n}", internal_ms=1_700_000_000_000 + n * 60_000, subject=f"Mail {n}", body=f"body {n}")
+    fs = user_fs(cast.member)
+    # A first connection starts from the newest mail, not the whole mailbox.
+    first = GmailSource().fetch(fs, {})
+    assert [i.external_id for i in first.items] == ["m4", "m5"]
+    # With a cursor, a backlog is worked through from its oldest message, run after run.
+    cursor, seen = {"after_ms": 1_700_000_000_000}, []
+    for _ in range(4):
+        fetched = GmailSource().fetch(fs, cursor)
+        seen += [i.external_id for i in fetched.items]
+        cursor = fetched.cursor
+    assert seen == ["m1", "m2", "m3", "m4", "m5"]
+    assert cursor == {"after_ms": 1_700_000_000_000 + 5 * 60_000}
 
 
 def test_gmail_refreshes_an_expired_token(cast, gmail):
