@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from lindy.encryption import EncryptedTextField
 from lindy.models import Team
 
 # --- Slack -----------------------------------------------------------------------------------
@@ -21,14 +22,15 @@ class SlackInstallation(models.Model):
     enterprise_name = models.CharField(max_length=200, blank=True)
     slack_team_id = models.CharField(max_length=32, blank=True)
     slack_team_name = models.CharField(max_length=200, blank=True)
-    bot_token = models.CharField(max_length=255, blank=True)
-    bot_refresh_token = models.CharField(max_length=255, blank=True)
+    # Tokens are encrypted at rest (lindy/encryption.py): a database dump hands out no workspace.
+    bot_token = EncryptedTextField(blank=True)
+    bot_refresh_token = EncryptedTextField(blank=True)
     bot_token_expires_at = models.DateTimeField(null=True, blank=True)
     bot_id = models.CharField(max_length=32, blank=True)
     bot_user_id = models.CharField(max_length=32, blank=True)
     bot_scopes = models.TextField(blank=True)
     user_id = models.CharField(max_length=32)
-    user_token = models.CharField(max_length=255, blank=True)
+    user_token = EncryptedTextField(blank=True)
     user_scopes = models.TextField(blank=True)
     incoming_webhook_url = models.TextField(blank=True)
     incoming_webhook_channel = models.CharField(max_length=200, blank=True)

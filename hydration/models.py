@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .encryption import EncryptedTextField
+from lindy.encryption import EncryptedTextField
 
 
 class SourceKind(models.TextChoices):

@@ -11,9 +11,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 from django.utils import timezone
 
-from hydration import encryption
 from hydration import gmail as gmail_service
 from hydration.models import GmailAccount
+from lindy import encryption
 
 pytestmark = pytest.mark.django_db
 
@@ -90,11 +90,9 @@ def test_migration_encrypts_existing_plaintext_tokens_and_reverses(cast):
     fresh = GmailAccount.objects.get(pk=account.pk)
     assert (fresh.access_token, fresh.refresh_token) == ("ya29.stored-before", "1//secret-refresh")
     # Running the data step again leaves ciphertext alone (no double encryption).
-    from importlib import import_module
-
-    step = import_module("hydration.migrations.0002_gmail_tokens_encrypted")
     from django.apps import apps
 
+    step = encryption.encrypt_columns("hydration", "GmailAccount", ("access_token", "refresh_token"))
     with connection.schema_editor() as editor:
-        step.encrypt_tokens(apps, editor)
+        step.code(apps, editor)
     assert GmailAccount.objects.get(pk=account.pk).access_token == "ya29.stored-before"

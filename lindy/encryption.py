@@ -1,5 +1,5 @@
-"""Secrets at rest: OAuth tokens are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256),
-so a database dump or backup alone does not hand out access to anyone's mailbox.
+"""Secrets at rest: OAuth and bot tokens (Gmail, Slack) are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256),
+so a database dump or backup alone does not hand out access to anyone's mailbox or workspace.
 
 The key is derived from SECRET_KEY with HKDF, one key per purpose. Keys derived from
 SECRET_KEY_FALLBACKS still decrypt, so SECRET_KEY can be rotated the way Django documents
@@ -19,7 +19,7 @@ from django.db import models
 
 logger = logging.getLogger(__name__)
 
-PURPOSE = b"lindy.hydration.oauth-tokens.v1"
+PURPOSE = b"lindy.hydration.oauth-tokens.v1"  # kept: changing it would orphan stored tokens
 
 
 def _derive(secret: str, purpose: bytes) -> Fernet:
@@ -72,3 +72,32 @@ class EncryptedTextField(models.TextField):
         if not value:
             return value
         return encrypt(value)
+
+
+def encrypt_columns(app_label: str, model_name: str, fields: tuple[str, ...]):
+    """A migration operation that encrypts the rows stored before a column became an
+    EncryptedTextField (skipping values that are ciphertext already, so it can run twice);
+    reversed, it writes the plaintext back. It works on raw column values, not through the
+    field, which would encrypt or decrypt a second time."""
+    from django.db import migrations
+
+    def rewrite(apps, schema_editor, transform):
+        connection = schema_editor.connection
+        quote = connection.ops.quote_name
+        table = quote(apps.get_model(app_label, model_name)._meta.db_table)
+        columns = ", ".join(quote(name) for name in fields)
+        assignments = ", ".join(f"{quote(name)} = %s" for name in fields)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id, {columns} FROM {table}")
+            for pk, *values in cursor.fetchall():
+                new = [transform(value) if value else value for value in values]
+                if new != list(values):
+                    cursor.execute(f"UPDATE {table} SET {assignments} WHERE id = %s", [*new, pk])
+
+    def forward(apps, schema_editor):
+        rewrite(apps, schema_editor, lambda value: value if is_encrypted(value) else encrypt(value))
+
+    def backward(apps, schema_editor):
+        rewrite(apps, schema_editor, lambda value: decrypt(value) if is_encrypted(value) else value)
+
+    return migrations.RunPython(forward, backward, elidable=False)
