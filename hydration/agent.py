@@ -202,12 +202,15 @@ def run_agent(*, filesystem, facts: list[dict], scope: str, user=None, team=None
               on_call: Callable[[Completion], None] = lambda c: None,
               on_progress: Callable[[str], None] = lambda s: None) -> AgentResult:
     draft = Draft.load(filesystem, user=user)
+    assignment = gateway.assign(ROUTE, user)
     system = prompts.agent_system(
+        variant=assignment.prompt_variant,
         scope=scope, index=draft.files[INDEX].content if INDEX in draft.files else "",
         master=draft.files[MASTER].content if MASTER in draft.files else "",
         file_budget=filesystem.file_token_budget, always_budget=filesystem.always_loaded_token_budget,
     )
-    messages: list[dict] = [{"role": "user", "content": prompts.agent_task(facts=facts, files=draft.listing())}]
+    messages: list[dict] = [{"role": "user", "content": prompts.agent_task(
+        facts=facts, files=draft.listing(), variant=assignment.prompt_variant)}]
     max_rounds = settings.HYDRATION_VERIFIER_ROUNDS
     rounds = steps = 0
     message = ""
@@ -216,8 +219,8 @@ def run_agent(*, filesystem, facts: list[dict], scope: str, user=None, team=None
         if steps >= settings.HYDRATION_AGENT_MAX_STEPS:
             violations = draft.violations()
             break
-        completion = gateway.complete(route=ROUTE, user=user, team=team, system=system, messages=messages,
-                                      tools=prompts.AGENT_TOOLS, metadata={"round": rounds})
+        completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment, system=system,
+                                      messages=messages, tools=prompts.AGENT_TOOLS, metadata={"round": rounds})
         steps += 1
         on_call(completion)
         messages.append(_assistant(completion))

@@ -101,18 +101,22 @@ def summarize(items: list, *, scope: str, user=None, team=None,
     calls = 0
     facts: list[dict] = []
     parts = split(items, budget)
+    # Prompts are built for the variant the router serves this file system's owner (prompt rollouts).
+    assignment = gateway.assign(ROUTE, user)
     for part in parts:
-        system, messages = prompts.summarize_prompt(part, scope=scope)
-        completion = gateway.complete(route=ROUTE, user=user, team=team, system=system, messages=messages,
+        system, messages = prompts.summarize_prompt(part, scope=scope, variant=assignment.prompt_variant)
+        completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment,
+                                      system=system, messages=messages,
                                       tools=[prompts.RECORD_FACTS_TOOL], tool_choice=tool_choice,
                                       metadata={"stage": "summarize"})
         calls += 1
         on_call(completion)
         facts += _facts_of(completion, {item.pk for item in part})
     if len(parts) > 1 and facts:
-        system, messages = prompts.merge_prompt(facts, scope=scope)
+        system, messages = prompts.merge_prompt(facts, scope=scope, variant=assignment.prompt_variant)
         if estimate_tokens(messages[0]["content"]) <= budget:
-            completion = gateway.complete(route=ROUTE, user=user, team=team, system=system, messages=messages,
+            completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment,
+                                          system=system, messages=messages,
                                           tools=[prompts.RECORD_FACTS_TOOL], tool_choice=tool_choice,
                                           metadata={"stage": "merge"})
             calls += 1
