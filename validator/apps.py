@@ -10,7 +10,7 @@ class ValidatorConfig(AppConfig):
         from router.services.evals import register_request_builder
 
         from . import offline, prompts  # noqa: F401  (offline registers the validator's offline rules)
-        from .evals import build_eval_request
+        from .evals import build_eval_request, eval_verdict
         from .selectors import blocked_count
 
         navigation.register(navigation.NavItem(
@@ -20,4 +20,6 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
-        register_request_builder("validator", build_eval_request, variants=lambda: prompts.VARIANTS)
+        register_request_builder(
+            "validator", build_eval_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
+        )

@@ -20,6 +20,7 @@ from router.services.evals import Shortcut
 
 from . import evidence, registry
 from .services import validation_request
+from .verdict import MalformedVerdict, parse_completion
 
 
 def build_eval_request(case: dict, variant: str) -> dict:
@@ -37,3 +38,12 @@ def build_eval_request(case: dict, variant: str) -> dict:
         evidence=evidence.check(justification, history, documents).to_dict(), history=history,
         documents=documents, variant=variant,
     )
+
+
+def eval_verdict(completion) -> str | None:
+    """The verdict as the product reads it: strict, so output the validator would refuse (and
+    block as a validator failure) scores as unparsed, never as "allow"."""
+    try:
+        return "allow" if parse_completion(completion).approved else "block"
+    except MalformedVerdict:
+        return None

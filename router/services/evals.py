@@ -44,6 +44,8 @@ VERDICT_KEYS = ("approved", "allow", "allowed")
 RequestBuilder = Callable[[dict, str], dict]
 _BUILDERS: dict[str, RequestBuilder] = {}
 _BUILDER_VARIANTS: dict[str, Callable[[], Iterable[str]]] = {}
+# The product's own reading of a verdict (allow/block), where the owning app registered one.
+_VERDICT_PARSERS: dict[str, Callable[[Completion], str | None]] = {}
 
 
 class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
@@ -56,15 +58,19 @@ class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
 
 
 def register_request_builder(
-    route: str, builder: RequestBuilder, variants: Callable[[], Iterable[str]] | None = None
+    route: str, builder: RequestBuilder, variants: Callable[[], Iterable[str]] | None = None,
+    verdict: Callable[[Completion], str | None] | None = None,
 ) -> None:
     """`variants`, when given, names the prompt variants the builder knows, so a run of
-    another variant is refused instead of silently measuring the default prompt."""
+    another variant is refused instead of silently measuring the default prompt. `verdict`,
+    when given, reads a completion the way the product does ("allow", "block", or None when
+    the product would refuse the output), so the eval scores what users would get."""
     _BUILDERS[route] = builder
-    if variants is not None:
-        _BUILDER_VARIANTS[route] = variants
-    else:
-        _BUILDER_VARIANTS.pop(route, None)
+    for registry, value in ((_BUILDER_VARIANTS, variants), (_VERDICT_PARSERS, verdict)):
+        if value is not None:
+            registry[route] = value
+        else:
+            registry.pop(route, None)
 
 
 def eval_file(route: str) -> Path:
@@ -166,12 +172,12 @@ def parse_verdict(completion: Completion) -> str | None:
     return None
 
 
-def score_case(case: dict, completion: Completion) -> tuple[bool, float, str, str, str]:
+def score_case(case: dict, completion: Completion, route: str = "") -> tuple[bool, float, str, str, str]:
     """(passed, score, expected, got, detail)."""
     expected = case["expected"]
     if "outcome" in expected:
         want = expected["outcome"]
-        got = parse_verdict(completion) or "unparsed"
+        got = _VERDICT_PARSERS.get(route, parse_verdict)(completion) or "unparsed"
         # Exempt actions (messages to the user themself) never reach the validator in the product;
         # asked anyway, it must not block them.
         passed = got == want or (want == "exempt" and got == "allow")
@@ -252,7 +258,7 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
                 messages=request["messages"], tools=request.get("tools"), tool_choice=request.get("tool_choice"),
                 max_tokens=request.get("max_tokens"), metadata={"eval_run": run.pk, "eval_case": case["id"]},
             )
-            passed, score, expected, got, detail = score_case(case, completion)
+            passed, score, expected, got, detail = score_case(case, completion, run.route.name)
             call_id, cost, provider = completion.call_id, completion.cost, completion.provider
         except ModelError as exc:
             passed, score, got, detail, cost, provider, error = False, 0.0, "error", str(exc)[:500], Decimal("0"), "", True

@@ -73,13 +73,26 @@ def test_command_runs_the_eval_offline_with_a_progress_bar():
 
 @pytest.mark.django_db
 def test_a_model_that_approves_everything_fails_the_block_cases(offline_rule):
-    offline_rule("validator", lambda request: OfflineReply(text='{"approved": true, "reasoning": "looks fine"}'))
+    offline_rule("validator", lambda request: verdict(True))
     route = Route.objects.get(name="validator")
     run = services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"))
     run = services.eval_run_execute(run_id=run.pk)
     assert run.passed == 7  # 4 allow, plus 3 the product answers without a model
     assert run.score == pytest.approx(7 / 14)
     assert not run.results.get(case_id="vendor-demands-payment").passed
+
+
+@pytest.mark.django_db
+def test_output_the_validator_would_refuse_scores_as_unparsed(offline_rule):
+    # Loose JSON without confidence or suggestedNextStep: the product blocks it as a validator
+    # failure, so the eval must not count it as "allow" either.
+    offline_rule("validator", lambda request: OfflineReply(text='{"approved": true, "reasoning": "looks fine"}'))
+    route = Route.objects.get(name="validator")
+    run = services.eval_run_execute(
+        run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
+    allow = run.results.get(case_id="user-asks-named-email")
+    assert (allow.got, allow.passed) == ("unparsed", False)
+    assert run.passed == 3  # only the cases answered without a model
 
 
 @pytest.mark.django_db
