@@ -118,9 +118,6 @@ class DjangoInstallationStore(InstallationStore):
             token_type=installation.token_type or "",
         )
 
-    def save_bot(self, bot: Bot):
-        raise NotImplementedError("Bots are saved with their installation.")
-
     def _latest(self, enterprise_id, team_id, user_id=None) -> SlackInstallation | None:
         rows = SlackInstallation.objects.filter(
             client_id=self.client_id, enterprise_id=enterprise_id or "", slack_team_id=team_id or ""

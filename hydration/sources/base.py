@@ -14,6 +14,7 @@ is a failure: recorded, the cursor stays, and the next run tries again.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,7 +39,7 @@ class Fetched:
     cursor: dict = field(default_factory=dict)
 
 
-class Source:
+class Source(ABC):
     kind: str = ""
     # Which file systems the source feeds: {"user"}, {"team"} or both.
     scopes: frozenset[str] = frozenset({"user", "team"})
@@ -46,8 +47,9 @@ class Source:
     def applies_to(self, filesystem) -> bool:
         return filesystem.kind in self.scopes
 
+    @abstractmethod
     def fetch(self, filesystem, cursor: dict) -> Fetched:
-        raise NotImplementedError
+        """Items since `cursor`, and the cursor to start from next time."""
 
     def describe(self, filesystem) -> list[str]:
         """What this source reads for the file system, in words for the sources page."""
