@@ -171,13 +171,15 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 else:
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "data_folder_processed": str(_broker_dir / "processed"),
+        # Broadcast (pidbox) exchanges; kombu's default is ./control, in the working tree.
+        "control_folder": str(_broker_dir / "control"),
         "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     }
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
