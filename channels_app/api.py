@@ -7,10 +7,9 @@ from datetime import datetime
 from django.http import Http404
 from ninja import Field, Router, Schema
 
-from lindy import permissions
-from lindy.api_root import ApiError
+from lindy.api_errors import ApiError
 
-from . import selectors, services
+from . import permissions, selectors, services
 from .models import SlackChannel, SlackChannelShare
 
 router = Router(tags=["channels"])

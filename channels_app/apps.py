@@ -6,7 +6,10 @@ class ChannelsAppConfig(AppConfig):
     verbose_name = "Channels"
 
     def ready(self):
-        from lindy import navigation, permissions, schedules
+        from lindy import demo as core_demo
+        from lindy import navigation, schedules
+
+        from . import demo, permissions
 
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(
@@ -21,3 +24,4 @@ class ChannelsAppConfig(AppConfig):
             name="channels.debounce_recover", task="channels_app.tasks.debounce_recover", every_seconds=60,
             description="Re-queues debounce windows and bundles a dead worker left behind.",
         ))
+        core_demo.register_seeder(40, demo.seed)

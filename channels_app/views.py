@@ -14,10 +14,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from lindy import permissions
 from lindy.models import Team
 
-from . import selectors, services, slack_app
+from . import permissions, selectors, services, slack_app
 from .models import SlackChannel, SlackChannelShare
 from .providers import linq, sms
 from .slack_stores import callback_state, install_started_by

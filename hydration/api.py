@@ -8,12 +8,11 @@ from decimal import Decimal
 from django.core.exceptions import PermissionDenied
 from ninja import Router, Schema, Status
 
-from lindy import permissions
-from lindy.api_root import ApiError
+from lindy.api_errors import ApiError
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 
-from . import selectors, services
+from . import permissions, selectors, services
 from .models import Run
 from .sources import SOURCES
 

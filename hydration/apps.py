@@ -6,9 +6,14 @@ class HydrationConfig(AppConfig):
     verbose_name = "Memory hydration"
 
     def ready(self):
-        from lindy import navigation, permissions, schedules
+        from lindy import demo as core_demo
+        from lindy import navigation, schedules
 
-        from . import offline  # noqa: F401  (registers the offline policies of both routes)
+        from . import (
+            demo,
+            offline,  # noqa: F401  (registers the offline policies of both routes)
+            permissions,
+        )
 
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))
@@ -17,3 +22,4 @@ class HydrationConfig(AppConfig):
             description="Starts the hydration run of every team and user memory whose 12-hour slot came "
                         "(each file system has its own slot, so runs spread over the interval).",
         ))
+        core_demo.register_seeder(90, demo.seed)

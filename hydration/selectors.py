@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
-from lindy import permissions
 from memory.models import FileChange, Revision
 
+from . import permissions
 from .models import Fact, FileSource, Item, Run, SourceState
 from .sources import SOURCES
 

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
@@ -126,9 +127,7 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
             if attempt == 2:  # the live run kept finishing in between: give up loudly
                 raise
     if enqueue:
-        from . import tasks
-
-        transaction.on_commit(lambda: tasks.hydrate.delay(run.pk))
+        transaction.on_commit(lambda: queue.enqueue("hydration.tasks.hydrate", run.pk))
     return run, True
 
 

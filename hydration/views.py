@@ -13,12 +13,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from lindy import permissions
 from memory import diffs
 from memory import selectors as memory_selectors
 from memory.models import FileSystem
 
-from . import gmail, selectors, services
+from . import gmail, permissions, selectors, services
 from .models import GmailAccount, Run
 from .sources import SOURCES
 

@@ -9,7 +9,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from . import permissions, selectors, services
-from .api_root import ApiError
+from .api_errors import ApiError
 from .models import AgentTask, User
 
 router = Router(tags=["lindy"])

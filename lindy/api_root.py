@@ -1,7 +1,5 @@
-"""The JSON API root at /api/. Every app mounts its router here.
-
-One error shape for every 4xx: {"error": {"status": int, "message": str, "details": [...]?}}.
-"""
+"""The JSON API root at /api/ (composition root): every app's router is mounted here, and every
+error is answered in the one shape of lindy.api_errors."""
 
 import logging
 
@@ -11,6 +9,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from .api_auth import AUTH
+from .api_errors import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -24,18 +23,7 @@ api = NinjaAPI(
 
 
 def error_response(request, status: int, message: str, details=None):
-    body = {"error": {"status": status, "message": message}}
-    if details is not None:
-        body["error"]["details"] = details
-    return api.create_response(request, body, status=status)
-
-
-class ApiError(HttpError):
-    """A 4xx with optional structured details (e.g. the verifier's violations)."""
-
-    def __init__(self, status_code: int, message: str, details=None):
-        super().__init__(status_code, message)
-        self.details = details
+    return api.create_response(request, error_body(status, message, details), status=status)
 
 
 @api.exception_handler(ValidationError)
@@ -73,6 +61,7 @@ def on_too_big(request, exc):
 
 
 # Each app's ninja Router, mounted under /api/.
+from agent.api import router as agent_router  # noqa: E402
 from channels_app.api import router as channels_router  # noqa: E402
 from hydration.api import router as hydration_router  # noqa: E402
 from memory.api import router as memory_router  # noqa: E402
@@ -85,5 +74,6 @@ api.add_router("", core_router)
 api.add_router("/memory", memory_router)
 api.add_router("/hydration", hydration_router)
 api.add_router("/validator", validator_router)
+api.add_router("/validator", agent_router)  # the outbox, at /api/validator/outbox as it always was
 api.add_router("/router", router_router)
 api.add_router("/channels", channels_router)

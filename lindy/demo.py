@@ -1,14 +1,14 @@
 """Demo data: teams Acme and Globex, their people, tasks and meetings.
 
 Idempotent: running it twice changes nothing the second time. Apps add their own demo
-data by listing a `seed(context)` function in EXTRA_SEEDERS.
+data by registering a `seed(context)` function (register_seeder).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from importlib import import_module
 
 from django.db import transaction
 from django.utils import timezone
@@ -41,14 +41,15 @@ LOGINS = [
     ("ops@lindy.test", "superuser (Django admin, model routing)"),
 ]
 
-# Extra demo data from other apps, as dotted paths to `seed(context)`.
-EXTRA_SEEDERS: list[str] = [
-    "memory.demo.seed",
-    "validator.demo.seed",  # after memory: standing permissions live in the user's memory
-    "router.demo.seed",
-    "channels_app.demo.seed",
-    "hydration.demo.seed",  # last: it hydrates what the others seeded
-]
+# Each app registers its own `seed(context)` from its AppConfig.ready, with an order: the core
+# seeds first, then the apps in ascending order (memory 10, agent 20 — its standing permissions
+# live in memory —, router 30, channels 40, hydration 90: last, it hydrates what the others seeded).
+_SEEDERS: list[tuple[int, Callable[[DemoContext], None]]] = []
+
+
+def register_seeder(order: int, seed_fn: Callable[[DemoContext], None]) -> None:
+    if all(fn is not seed_fn for _, fn in _SEEDERS):
+        _SEEDERS.append((order, seed_fn))
 
 
 @dataclass
@@ -139,7 +140,6 @@ def seed() -> DemoContext:
         services.membership_set(team=ctx.teams[team_name], user=ctx.users[email], role=role)
     _tasks(ctx)
     _meetings(ctx)
-    for dotted in EXTRA_SEEDERS:
-        module_name, func_name = dotted.rsplit(".", 1)
-        getattr(import_module(module_name), func_name)(ctx)
+    for _, seed_fn in sorted(_SEEDERS, key=lambda entry: entry[0]):
+        seed_fn(ctx)
     return ctx

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "hydration",
     "validator",
     "channels_app",
+    "agent",
 ]
 
 MIDDLEWARE = [
@@ -220,7 +221,7 @@ LOGGING = {
 # Seams between apps, as dotted paths so each side can land first.
 # channels_app hands a debounced bundle of inbound messages to the agent:
 #   handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[dict]) -> AgentTask
-LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "lindy.agent.handle_inbound")
+LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "agent.services.handle_inbound")
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")

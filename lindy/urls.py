@@ -18,6 +18,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("memory/", include("memory.urls")),
     path("validator/", include("validator.urls")),
+    path("validator/", include("agent.urls")),
     path("router/", include("router.urls")),
     path("hydration/", include("hydration.urls")),
     path("channels/", include("channels_app.urls")),

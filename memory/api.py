@@ -11,10 +11,9 @@ from datetime import datetime
 from django.core.exceptions import PermissionDenied
 from ninja import Field, Query, Router, Schema
 
-from lindy import permissions
-from lindy.api_root import ApiError
+from lindy.api_errors import ApiError
 
-from . import diffs, selectors, services
+from . import diffs, permissions, selectors, services
 from .models import FileSystem, MemoryFile
 from .paths import PathError, clean_path
 

@@ -6,8 +6,14 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self):
-        from lindy import navigation, permissions
+        from lindy import demo as core_demo
+        from lindy import navigation
 
-        from . import signals  # noqa: F401  (connects the file-system creation receivers)
+        from . import (
+            demo,
+            permissions,
+            signals,  # noqa: F401  (connects the file-system creation receivers)
+        )
 
         navigation.register(navigation.NavItem("memory", "Memory", "memory:home", permissions.can_use_memory, order=10))
+        core_demo.register_seeder(10, demo.seed)

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
-from lindy import permissions
-
+from . import permissions
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import SPECIAL, PathError, clean_path
 from .verifier import Violation, verify

@@ -17,9 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from lindy import permissions
-
-from . import diffs, selectors, services
+from . import diffs, permissions, selectors, services
 from .context import context_for
 from .models import FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of

@@ -7,11 +7,10 @@ from decimal import Decimal
 from django.http import Http404
 from ninja import Field, Router, Schema, Status
 
-from lindy import permissions
-from lindy.api_root import ApiError
+from lindy.api_errors import ApiError
 from lindy.models import User
 
-from . import routing, selectors, services
+from . import permissions, routing, selectors, services
 
 router = Router(tags=["router"])
 

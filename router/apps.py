@@ -9,9 +9,10 @@ class RouterConfig(AppConfig):
         from django.conf import settings
         from django.db.models.signals import post_migrate
 
-        from lindy import navigation, permissions, schedules
+        from lindy import demo as core_demo
+        from lindy import navigation, schedules
 
-        from . import offline_policies, routing, signals  # noqa: F401  (offline rules, cache invalidation)
+        from . import demo, offline_policies, permissions, routing, signals  # noqa: F401  (offline rules, cache invalidation)
 
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
@@ -28,3 +29,4 @@ class RouterConfig(AppConfig):
                 description="Judges sampled calls, then ramps healthy rollouts or rolls back degraded ones.",
             )
         )
+        core_demo.register_seeder(30, demo.seed)

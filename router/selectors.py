@@ -10,8 +10,7 @@ from django.db.models import Avg, Count, Max, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from lindy import permissions
-
+from . import permissions
 from .models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
 
 ARMS = ("baseline", "candidate")

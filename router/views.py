@@ -12,9 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from lindy import permissions
-
-from . import routing, selectors, services
+from . import permissions, routing, selectors, services
 from .forms import (
     BaselineForm,
     ChoiceForm,

@@ -10,11 +10,11 @@ from django.http import Http404
 from ninja import Field, Router, Schema
 from ninja.pagination import LimitOffsetPagination, paginate
 
-from lindy import permissions
 from lindy import selectors as lindy_selectors
-from lindy.api_root import ApiError
+from lindy import tool_registry as registry
+from lindy.api_errors import ApiError
 
-from . import registry, selectors, services
+from . import permissions, selectors, services
 from .models import Decision
 
 router = Router(tags=["validator"])
@@ -77,26 +77,6 @@ class DecisionOut(Schema):
     execution_result: dict | None
 
 
-class OutboxOut(Schema):
-    id: int
-    task_id: int | None
-    decision_id: int | None
-    tool: str
-    description: str
-    arguments: dict
-    adapter: str
-    status: str
-    sent: bool
-    response: dict | None
-    error: str
-    created_at: datetime
-
-    @staticmethod
-    def resolve_sent(obj) -> bool:
-        return obj.status == "sent"
-
-
-OutboxStatus = Literal["recorded", "sent", "failed"]
 StatusName = Literal["exempt", "allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed"]
 
 
@@ -151,13 +131,6 @@ def check(request, payload: CheckIn):
 @paginate(LimitOffsetPagination)
 def decision_list(request, status: StatusName | None = None):
     return selectors.decision_list(request.user, status).select_related("resolved_by")
-
-
-@router.get("/outbox", response=list[OutboxOut],
-            summary="What the assistant executed for you: sent, failed, or recorded only (no live integration)")
-@paginate(LimitOffsetPagination)
-def outbox_list(request, status: OutboxStatus | None = None):
-    return selectors.outbox_list(request.user, status)
 
 
 @router.get("/decisions/{decision_id}", response=DecisionOut, summary="One of your decisions")

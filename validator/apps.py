@@ -6,10 +6,10 @@ class ValidatorConfig(AppConfig):
     verbose_name = "Action validator"
 
     def ready(self):
-        from lindy import agent_offline, navigation, permissions  # noqa: F401  (registers the agent's offline rules)
+        from lindy import navigation
         from router.services.evals import register_request_builder
 
-        from . import offline, prompts  # noqa: F401  (offline registers the validator's offline rules)
+        from . import offline, permissions, prompts  # noqa: F401  (offline registers the validator's offline rules)
         from .evals import build_eval_request, eval_verdict
         from .selectors import blocked_count
 

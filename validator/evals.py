@@ -15,10 +15,11 @@ without a model call, and the eval records them so.
 
 from __future__ import annotations
 
+from lindy import tool_registry as registry
 from memory.context import ContextDocument
 from router.services.evals import Shortcut
 
-from . import evidence, registry
+from . import evidence
 from .services import validation_request
 from .verdict import MalformedVerdict, parse_completion
 

@@ -1,4 +1,4 @@
-"""Validation decisions, and the outbox of actions executed without a live integration."""
+"""The validator's decisions: what it was asked to judge, its verdict, and how the user resolved it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from . import registry
+from lindy import tool_registry as registry
 
 
 class Decision(models.Model):
@@ -99,59 +99,3 @@ class Decision(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.BLOCKED
-
-
-class OutboxEntry(models.Model):
-    """Every executed action is written here: what ran, through which adapter, and how it went.
-    Actions with no live integration (no Gmail or calendar credentials) end here as `recorded`."""
-
-    class Status(models.TextChoices):
-        RECORDED = "recorded", "Recorded (no live integration)"
-        SENT = "sent", "Sent"
-        FAILED = "failed", "Failed"
-
-    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="outbox_entries")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="outbox_entries")
-    task = models.ForeignKey("lindy.AgentTask", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    decision = models.ForeignKey(Decision, on_delete=models.SET_NULL, null=True, blank=True, related_name="outbox")
-    tool = models.CharField(max_length=100)
-    arguments = models.JSONField(default=dict)
-    adapter = models.CharField(max_length=40)
-    status = models.CharField(max_length=10, choices=Status.choices)
-    response = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-        verbose_name_plural = "outbox entries"
-        indexes = [models.Index(fields=["user", "created_at"])]
-
-    def __str__(self):
-        return f"{self.tool} via {self.adapter} ({self.status})"
-
-    @property
-    def description(self) -> str:
-        return registry.describe(self.tool, self.arguments)
-
-    @property
-    def argument_rows(self) -> list:
-        return registry.argument_rows(self.arguments)
-
-
-class Conversation(models.Model):
-    """Which task a user's conversation on a channel is currently feeding (lindy.agent)."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    channel = models.CharField(max_length=40)
-    conversation_ref = models.CharField(max_length=200)
-    task = models.ForeignKey("lindy.AgentTask", on_delete=models.CASCADE, related_name="+")
-    last_inbound_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "channel", "conversation_ref"], name="one_open_task_per_conversation")
-        ]
-
-    def __str__(self):
-        return f"{self.user} on {self.channel}:{self.conversation_ref}"

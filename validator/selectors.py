@@ -8,8 +8,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from lindy import permissions
-
+from . import permissions
 from .models import Decision
 
 VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
@@ -23,13 +22,6 @@ def blocked_count(user) -> int:
 
 def decision_list(user, status: str | None = None):
     queryset = permissions.visible_decisions(user).select_related("task")
-    if status:
-        queryset = queryset.filter(status=status)
-    return queryset.order_by("-created_at", "-pk")
-
-
-def outbox_list(user, status: str | None = None):
-    queryset = permissions.visible_outbox(user).select_related("task", "decision")
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-pk")

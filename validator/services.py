@@ -8,13 +8,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from lindy import services as lindy_services
+from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
 from router import gateway
 from router.types import ModelError
 
 from . import evidence as evidence_mod
-from . import prompts, registry
+from . import prompts, runner
 from .models import Decision
 from .verdict import MalformedVerdict, parse_completion
 
@@ -175,20 +176,14 @@ def _claim(*, decision_id: int, user, status: str) -> Decision:
 
 
 def decision_authorize(*, decision_id: int, user) -> Decision:
-    """The user authorizes a blocked action: it runs exactly once, and the task hears of it.
-    Callers check permissions.can_authorize_decision first; the claim re-checks the owner."""
-    from lindy import tools
-
+    """The user authorizes a blocked action: it runs exactly once (through the registered
+    runner), and the task hears of it. Callers check permissions.can_authorize_decision first;
+    the claim re-checks the owner."""
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.AUTHORIZED)
     try:
-        result = tools.execute(
-            tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
-            decision.tool, decision.arguments,
-        )
-    except Exception as exc:
-        # The claim stands (the action must never run twice); the failure is recorded and shown.
-        logger.exception("executing authorized decision %s failed", decision.pk)
-        result = tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
+        result = runner.get().execute(decision)
+    except runner.NoRunner as exc:
+        result = runner.Execution(ok=False, content=f"Not run: {exc}")
     Decision.objects.filter(pk=decision.pk).update(executed_at=timezone.now(), execution_result=result.as_dict())
     if decision.task is not None:
         lindy_services.task_event_add(
@@ -222,8 +217,5 @@ def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
         content=f"{SUGGESTION_PREFIX} instead of the blocked action ({decision.description}): "
         f"{decision.suggested_next_step}",
     )
-    from .tasks import agent_run
-
-    task_id = decision.task_id
-    transaction.on_commit(lambda: agent_run.delay(task_id))
+    runner.get().continue_task(decision.task_id)
     return decision

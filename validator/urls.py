@@ -9,5 +9,4 @@ urlpatterns = [
     path("decisions/<int:decision_id>/dismiss/", views.decision_dismiss, name="validator-dismiss"),
     path("decisions/<int:decision_id>/follow/", views.decision_follow, name="validator-follow"),
     path("stats/", views.stats, name="validator-stats"),
-    path("outbox/", views.outbox, name="validator-outbox"),
 ]

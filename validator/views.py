@@ -9,10 +9,8 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from lindy import permissions, tools
-
-from . import selectors, services
-from .models import Decision, OutboxEntry
+from . import permissions, runner, selectors, services
+from .models import Decision
 
 PAGE_SIZE = 20
 FILTERS = {"blocked": Decision.Status.BLOCKED, "all": None}
@@ -37,28 +35,16 @@ def blocked_list(request):
     return render(request, template, {"page": page, "show": show})
 
 
-OUTBOX_FILTERS = {"all": None, **{value: value for value in OutboxEntry.Status.values}}
-
-
-@login_required
-def outbox(request):
-    """Everything the assistant executed for the user, through which adapter, and whether it
-    really left the system: actions with no live integration are recorded here, not sent."""
-    _reviewer_only(request)
-    show = request.GET.get("show", "all")
-    if show not in OUTBOX_FILTERS:
-        show = "all"
-    page = Paginator(selectors.outbox_list(request.user, OUTBOX_FILTERS[show]), PAGE_SIZE).get_page(
-        request.GET.get("page"))
-    template = "validator/outbox.html#outbox-rows" if request.htmx else "validator/outbox.html"
-    return render(request, template, {
-        "page": page, "show": show, "filters": OUTBOX_FILTERS, "integrations": tools.integrations(permissions.team_ids(request.user)),
-    })
+def _recorded_only(decision: Decision) -> bool:
+    try:
+        return runner.get().recorded_only(decision.tool, [decision.team_id])
+    except runner.NoRunner:
+        return True
 
 
 def _detail_context(request, decision: Decision) -> dict:
     return {
-        "recorded_only": tools.recorded_only(decision.tool, [decision.team_id]),
+        "recorded_only": _recorded_only(decision),
         "decision": decision,
         "history": selectors.history_around(decision),
         "argument_rows": decision.argument_rows,

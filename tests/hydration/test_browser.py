@@ -15,7 +15,7 @@ from tests.fixtures.live_browser import login
 @pytest.mark.django_db(transaction=True)
 def test_demo_hydration_diff_and_provenance_in_the_browser(browser_page, monkeypatch):
     queued = []
-    monkeypatch.setattr(tasks.hydrate, "delay", lambda run_id: queued.append(run_id))
+    monkeypatch.setattr(tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: queued.append(args[0]))
     ctx = demo.seed()
     demo.seed()  # idempotent: no second run
     user_fs = ctx.users["user@acme.test"].memory_filesystem

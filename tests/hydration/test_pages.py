@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def enqueued(monkeypatch):
     sent = []
-    monkeypatch.setattr(tasks.hydrate, "delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr(tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: sent.append(args[0]))
     return sent
 
 

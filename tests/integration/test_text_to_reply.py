@@ -7,6 +7,7 @@ import pytest
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from agent.models import OutboxEntry
 from channels_app import services as channels
 from channels_app.models import Conversation
 from lindy.models import AgentTask
@@ -15,7 +16,7 @@ from tests.channels_app.factories import SendingNumberFactory, TextingProfileFac
 from tests.fakes.linq import FakeLinq, message_received, signed
 from tests.fakes.twilio_api import FakeTwilio
 from validator import services as validator
-from validator.models import Decision, OutboxEntry
+from validator.models import Decision
 
 pytestmark = pytest.mark.django_db
 
@@ -129,11 +130,11 @@ def test_an_agent_run_that_fails_after_acting_is_never_run_again(cast, providers
 
 
 def test_a_reply_to_a_user_who_never_texted_is_a_failure_the_agent_sees(cast, providers):
-    from lindy import agent
+    from agent import loop as agent_loop
     from tests.validator.helpers import task_with
 
     task = task_with(cast.member, cast.team, [("user", "What's on my calendar tomorrow?")])
-    agent.run(task)
+    agent_loop.run(task)
     entry = OutboxEntry.objects.get(tool="reply_to_user")
     assert entry.status == "failed" and "never texted" in entry.error
     assert not providers.sends()

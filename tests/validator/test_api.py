@@ -2,7 +2,8 @@
 
 import pytest
 
-from validator.models import Decision, OutboxEntry
+from agent.models import OutboxEntry
+from validator.models import Decision
 
 from .helpers import task_with
 

@@ -3,10 +3,11 @@ authorizes it and it runs once; a team admin of the same team cannot authorize i
 
 import pytest
 
+from agent.models import OutboxEntry
 from tests.factories import PASSWORD
 from tests.fixtures.live_browser import login
 from validator import services
-from validator.models import Decision, OutboxEntry
+from validator.models import Decision
 
 from .helpers import task_with
 

@@ -151,7 +151,7 @@ def test_standing_permission_does_not_cover_dangerous_actions(cast, monkeypatch)
 
 
 def test_unknown_tool_raises(cast):
-    from validator.registry import UnknownTool
+    from lindy.tool_registry import UnknownTool
 
     task = task_with(cast.member, cast.team, [])
     with pytest.raises(UnknownTool):

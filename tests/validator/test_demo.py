@@ -19,7 +19,7 @@ def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
 
 
 def test_the_demo_send_is_in_the_users_outbox_as_recorded():
-    from validator.models import OutboxEntry
+    from agent.models import OutboxEntry
 
     demo.seed()
     entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email")

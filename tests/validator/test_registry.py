@@ -1,6 +1,6 @@
 import pytest
 
-from validator import registry
+from lindy import tool_registry as registry
 
 EXPECTED = {
     "none": {"search_tasks", "draft_email", "archive_email"},

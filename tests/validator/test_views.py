@@ -5,10 +5,10 @@ import threading
 import pytest
 from django.db import connection
 
+from agent.models import OutboxEntry
 from lindy import navigation
 from tests.conftest import client_for
 from validator import services
-from validator.models import OutboxEntry
 
 from .helpers import task_with
 
@@ -109,12 +109,12 @@ def test_dismiss(cast):
 
 def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, settings, monkeypatch,
                                                                         django_capture_on_commit_callbacks):
+    from agent import tasks
     from tests.validator.helpers import RECORDER, SENT
-    from validator import tasks
 
     settings.LINDY_USER_MESSAGE_SENDER = RECORDER
     SENT.clear()
-    monkeypatch.setattr(tasks.agent_run, "delay", lambda task_id: tasks.agent_run(task_id))
+    monkeypatch.setattr(tasks.agent_run, "apply_async", lambda args=(), kwargs=None, **_: tasks.agent_run(*args))
     decision = blocked_payment(cast)
     with django_capture_on_commit_callbacks(execute=True):
         client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/")
@@ -129,11 +129,11 @@ def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, set
 
 
 def test_following_an_archive_suggestion_archives(cast, settings, monkeypatch, django_capture_on_commit_callbacks):
+    from agent import tasks
     from tests.validator.helpers import RECORDER
-    from validator import tasks
 
     settings.LINDY_USER_MESSAGE_SENDER = RECORDER
-    monkeypatch.setattr(tasks.agent_run, "delay", lambda task_id: tasks.agent_run(task_id))
+    monkeypatch.setattr(tasks.agent_run, "apply_async", lambda args=(), kwargs=None, **_: tasks.agent_run(*args))
     task = task_with(cast.member, cast.team, [("user", "Archive the newsletter, message nl-7.")])
     decision = services.check(user=cast.member, team=cast.team, task=task, tool="delete_email",
                               arguments={"message_id": "nl-7"}, justification='"Archive the newsletter"')
@@ -224,7 +224,7 @@ def test_stats_series_is_a_daily_block_rate_over_the_period(cast):
 
 
 def test_an_execution_error_after_authorizing_is_recorded_not_a_500(cast, monkeypatch):
-    from lindy import tools
+    from agent import tools
 
     def broken(*args, **kwargs):
         raise RuntimeError("adapter exploded")

@@ -7,8 +7,7 @@ import logging
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from validator.models import OutboxEntry
-
+from ..models import OutboxEntry
 from .outbox import entry_create
 
 logger = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from channels_app.models import SlackChannel, SlackInstallation
-from validator.models import OutboxEntry
 
+from ..models import OutboxEntry
 from .outbox import entry_create
 
 

@@ -1,6 +1,8 @@
-"""Every tool the assistant can call: its schema and its effect class.
+"""The tool contract: every tool the assistant can call, its argument schema and its effect class.
 
-This is the one place that says which tools the validator gates. Effect classes:
+The agent (which calls tools) and the validator (which judges them) both read it from here, the
+core, so neither has to import the other. This is the one place that says which tools the
+validator gates. Effect classes:
 - none: reads, drafts, archive — no one outside the user is reached, nothing is lost;
 - user_only: messages to the user themself (SMS, a direct reply, an iMessage 1:1 reply);
 - third_party: reaches anyone but the user;

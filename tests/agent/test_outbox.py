@@ -3,14 +3,13 @@ honest that email and calendar actions are recorded, not sent (there is no live 
 
 import pytest
 
-from lindy import tools
+from agent import tools
+from agent.models import OutboxEntry
 from tests.conftest import client_for
 from tests.fakes.slack_chat import FakeSlack
+from tests.validator.helpers import task_with
+from tests.validator.test_views import blocked_payment
 from validator import services
-from validator.models import OutboxEntry
-
-from .helpers import task_with
-from .test_views import blocked_payment
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from lindy import services as lindy_services
 from lindy.models import AgentTask, TaskEvent
+from validator import services
+from validator.models import Decision
 
-from . import services
-from .models import Decision
+from . import tools
 
 SCRIPTS = [
     {
@@ -45,8 +46,6 @@ SCRIPTS = [
 
 
 def seed(ctx) -> None:
-    from lindy import tools
-
     acme = ctx.teams["Acme"]
     for script in SCRIPTS:
         owner = ctx.users[script["owner"]]

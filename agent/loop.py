@@ -1,38 +1,28 @@
 """The agent loop: runs an AgentTask through the model gateway (route `agent`) with the tool
-registry and the user's memory context.
+contract (lindy.tool_registry) and the user's memory context.
 
-Every validated tool call goes through the validator before it executes; exempt calls execute
-directly. A blocked call's reasoning and suggested next step go back to the agent as the tool
-result, so it can recover (ask the user, follow the suggestion).
-
-`handle_inbound` is the seam channels_app calls (settings.LINDY_INBOUND_HANDLER). It runs the
-loop synchronously: channels calls it from its own debounce Celery task, so the work already
-happens in a worker. Pages that restart a task (following a suggestion) enqueue
-`validator.tasks.agent_run` instead.
+Every validated tool call goes to the validator (`validator.services.check`) before it
+executes; exempt calls execute directly. A blocked call's reasoning and suggested next step go
+back to the agent as the tool result, so it can recover (ask the user, follow the suggestion).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 
-from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
-
+from lindy import services
+from lindy import tool_registry as registry
+from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
 from router import gateway
 from router.models import CallScore
 from router.services.scores import call_score_record
 from router.types import ModelError
-from validator import registry
 from validator import services as validator_services
-from validator.models import Conversation, Decision
+from validator.models import Decision
 
-from . import agent_prompts, services, tools
-from .models import AgentTask, Membership, TaskEvent
+from . import prompts, tools
 
 logger = logging.getLogger(__name__)
 
@@ -47,70 +37,6 @@ class RunResult:
     tool_calls: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     stopped: str = ""  # "done", "max_turns" or "model_error"
-
-
-def _team_of(user):
-    membership = Membership.objects.filter(user=user).select_related("team").order_by("team__name").first()
-    if membership is None:
-        raise ValueError(f"{user} belongs to no team: the assistant has nowhere to record the task.")
-    return membership.team
-
-
-def _received_at(value) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(value) if isinstance(value, str) else None
-    return parsed or timezone.now()
-
-
-def _message_text(message: dict) -> str:
-    parts = [str(message.get("text") or "").strip()]
-    if message.get("reaction"):
-        parts.append(f"[reacted {message['reaction']}]")
-    for attachment in message.get("attachments") or []:
-        if isinstance(attachment, dict):
-            label = attachment.get("name") or attachment.get("filename") or attachment.get("url") or "file"
-        else:
-            label = str(attachment)
-        parts.append(f"[attachment: {label}]")
-    return " ".join(p for p in parts if p)
-
-
-def conversation_task(*, user, channel: str, conversation_ref: str, first_text: str) -> AgentTask:
-    """The user's open task for this conversation, or a new one when the last message is older
-    than LINDY_AGENT_CONVERSATION_IDLE_HOURS."""
-    idle = timedelta(hours=getattr(settings, "LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
-    now = timezone.now()
-    with transaction.atomic():
-        conversation = (
-            Conversation.objects.select_for_update().select_related("task")
-            .filter(user=user, channel=channel, conversation_ref=conversation_ref).first()
-        )
-        if conversation is not None and now - conversation.last_inbound_at < idle:
-            conversation.last_inbound_at = now
-            conversation.save(update_fields=["last_inbound_at"])
-            return conversation.task
-        title = (first_text or "Conversation").strip().splitlines()[0][:120] or "Conversation"
-        task = services.task_create(team=_team_of(user), owner=user, title=f"{title} ({channel})")
-        Conversation.objects.update_or_create(
-            user=user, channel=channel, conversation_ref=conversation_ref,
-            defaults={"task": task, "last_inbound_at": now},
-        )
-        return task
-
-
-def handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[dict]) -> AgentTask:
-    """Record a debounced bundle of the user's messages on their conversation task, then run
-    the agent on it (synchronously, see the module docstring)."""
-    texts = [_message_text(m) for m in messages]
-    task = conversation_task(user=user, channel=channel, conversation_ref=conversation_ref,
-                             first_text=next((t for t in texts if t), ""))
-    for message, text in zip(messages, texts, strict=True):
-        if text:
-            services.task_event_add(task=task, actor=TaskEvent.Actor.USER, content=text,
-                                    created_at=_received_at(message.get("received_at")))
-    run(task, channel=channel)
-    return task
 
 
 def _call_event(task, tool: str, arguments: dict, justification: str) -> None:
@@ -192,9 +118,9 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
     assignment = gateway.assign("agent", user)
-    system = agent_prompts.system_prompt(user=user, team=team, memory_text=memory.text,
+    system = prompts.system_prompt(user=user, team=team, memory_text=memory.text,
                                          variant=assignment.prompt_variant)
-    messages = [{"role": "user", "content": agent_prompts.history_message(task, task.events.order_by("seq"))}]
+    messages = [{"role": "user", "content": prompts.history_message(task, task.events.order_by("seq"))}]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
     agent_tools = registry.agent_tools()

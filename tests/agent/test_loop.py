@@ -4,12 +4,14 @@ tool adapters (user channel seam, Slack, outbox)."""
 import pytest
 from django.test import override_settings
 
-from lindy import agent
+from agent import loop as agent_loop
+from agent import services as agent_services
+from agent.models import OpenTask, OutboxEntry
 from router.models import CallScore, ModelCall
 from tests.fakes.anthropic_api import FakeAnthropic, text_block, tool_use_block
 from tests.fakes.slack_chat import FakeSlack
 from tests.validator.helpers import FAILING, RECORDER, SENT, task_with
-from validator.models import Conversation, Decision, OutboxEntry
+from validator.models import Decision
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +24,7 @@ def recorder(settings):
 
 
 def inbound(user, text, ref="chat-1", channel="imessage"):
-    return agent.handle_inbound(user=user, channel=channel, conversation_ref=ref,
+    return agent_services.handle_inbound(user=user, channel=channel, conversation_ref=ref,
                                 messages=[{"text": text, "received_at": "2026-11-29T10:00:00+00:00"}])
 
 
@@ -50,12 +52,12 @@ def test_messages_of_one_conversation_feed_one_task(cast):
     second = inbound(cast.member, "one more thing")
     other = inbound(cast.member, "different chat", ref="chat-2")
     assert first.pk == second.pk != other.pk
-    assert Conversation.objects.count() == 2
+    assert OpenTask.objects.count() == 2
     assert list(first.events.filter(actor="user").values_list("content", flat=True)) == ["hello there", "one more thing"]
 
 
 def test_bundle_with_attachment_and_reaction(cast):
-    task = agent.handle_inbound(user=cast.member, channel="slack", conversation_ref="D1", messages=[
+    task = agent_services.handle_inbound(user=cast.member, channel="slack", conversation_ref="D1", messages=[
         {"text": "see this", "received_at": "2026-11-29T10:00:00Z", "attachments": [{"name": "deck.pdf"}]},
         {"text": "", "received_at": "2026-11-29T10:00:05Z", "reaction": "👍"},
     ])
@@ -127,7 +129,7 @@ def test_blocked_call_goes_back_to_the_agent_which_asks_the_user(cast, fake):
                                            "confidence": "high", "suggestedNextStep": "Ask the user by SMS."})
     fake.reply_tool_use("send_sms_to_user", {"body": "Jane asked for the report. Shall I send it?"})
     fake.reply_text("I asked the user.")
-    result = agent.run(task)
+    result = agent_loop.run(task)
     assert result.stopped == "done" and result.tool_calls == ["send_email", "send_sms_to_user"]
 
     requests = [r.json for r in fake.message_requests]
@@ -155,7 +157,7 @@ def test_validated_call_without_justification_is_blocked_without_a_validator_cal
     task = task_with(cast.member, cast.team, [("user", "Delete message m-1")])
     fake.reply_tool_use("delete_email", {"message_id": "m-1"})
     fake.reply_text("Okay.")
-    agent.run(task)
+    agent_loop.run(task)
     assert len(fake.message_requests) == 2
     assert ModelCall.objects.filter(route="validator").count() == 0
     assert CallScore.objects.get(metric="validator.blocked").value == 1.0
@@ -168,7 +170,7 @@ def test_unknown_tools_and_bad_arguments_are_error_results(cast, fake):
     task = task_with(cast.member, cast.team, [("user", "hi")])
     fake.reply([tool_use_block("launch_rockets", {}), tool_use_block("send_email", {"to": "x@y.test"})])
     fake.reply([text_block("Sorry.")])
-    agent.run(task)
+    agent_loop.run(task)
     results = fake.message_requests[1].json["messages"][-1]["content"]
     assert [r["is_error"] for r in results] == [True, True]
     assert "no tool named" in results[0]["content"] and "subject: required" in results[1]["content"]
@@ -179,7 +181,7 @@ def test_turns_are_bounded(cast, fake):
     task = task_with(cast.member, cast.team, [("user", "search forever")])
     for _ in range(3):
         fake.reply_tool_use("search_tasks", {"query": "forever"})
-    result = agent.run(task, max_turns=3)
+    result = agent_loop.run(task, max_turns=3)
     assert result.stopped == "max_turns" and len(fake.message_requests) == 3
 
 
@@ -187,12 +189,12 @@ def test_model_error_is_recorded_on_the_task(cast, fake):
     for _ in range(3):
         fake.reply_status(500)
     task = task_with(cast.member, cast.team, [("user", "hi")])
-    assert agent.run(task).stopped == "model_error"
+    assert agent_loop.run(task).stopped == "model_error"
     assert task.events.filter(actor="assistant", content__contains="model call failed").exists()
 
 
 def test_agent_run_task_is_idempotent(cast):
-    from validator.tasks import agent_run
+    from agent.tasks import agent_run
 
     task = task_with(cast.member, cast.team, [("user", "hello")])
     assert agent_run(task.pk) == "done"
@@ -204,7 +206,7 @@ def test_agent_run_task_is_idempotent(cast):
 def test_handle_inbound_is_the_configured_seam(settings):
     from django.utils.module_loading import import_string
 
-    assert import_string(settings.LINDY_INBOUND_HANDLER) is agent.handle_inbound
+    assert import_string(settings.LINDY_INBOUND_HANDLER) is agent_services.handle_inbound
 
 
 def test_approved_call_executes_after_the_validator_call(cast, fake):
@@ -214,7 +216,7 @@ def test_approved_call_executes_after_the_validator_call(cast, fake):
     fake.reply_tool_use("record_verdict", {"approved": True, "reasoning": "The user asked.", "confidence": "high",
                                            "suggestedNextStep": None})
     fake.reply_text("Posted.")
-    result = agent.run(task)
+    result = agent_loop.run(task)
     assert result.stopped == "done"
     decision = Decision.objects.get(task=task)
     assert decision.status == Decision.Status.EXECUTED and decision.executed_at
@@ -233,7 +235,7 @@ def test_a_calendar_event_for_the_user_alone_runs_without_the_validator(cast, fa
                                                   "end": "2026-11-30T11:00", "attendees": [],
                                                   "justification": '"Block two hours of focus time"'})
     fake.reply_text("Blocked the time.")
-    assert agent.run(task).stopped == "done"
+    assert agent_loop.run(task).stopped == "done"
     assert len(fake.message_requests) == 2  # no validator call in between
     assert Decision.objects.count() == 0
     entry = OutboxEntry.objects.get(tool="create_calendar_event")

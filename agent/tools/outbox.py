@@ -3,8 +3,9 @@ everything needed to replay them, and reported to the agent as recorded (not as 
 
 from __future__ import annotations
 
-from validator import registry
-from validator.models import OutboxEntry
+from lindy import tool_registry as registry
+
+from ..models import OutboxEntry
 
 
 def entry_create(ctx, tool: str, arguments: dict, *, adapter: str, status: str, response=None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from validator import registry
+from lindy import tool_registry as registry
 
 from . import outbox, search, slack, user_channel
 

@@ -1,0 +1,135 @@
+"""Every write of the agent app: which task a conversation feeds, the inbound seam channels
+call, running the loop, and executing what the validator allowed or the user authorized."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from lindy import queue, services
+from lindy.models import AgentTask, Membership, TaskEvent
+from validator import runner as validator_runner
+from validator.models import Decision
+
+from . import loop, tools
+from .models import OpenTask
+
+logger = logging.getLogger(__name__)
+
+AGENT_RUN_TASK = "agent.tasks.agent_run"
+
+
+def _team_of(user):
+    membership = Membership.objects.filter(user=user).select_related("team").order_by("team__name").first()
+    if membership is None:
+        raise ValueError(f"{user} belongs to no team: the assistant has nowhere to record the task.")
+    return membership.team
+
+
+def _received_at(value) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    return parsed or timezone.now()
+
+
+def _message_text(message: dict) -> str:
+    parts = [str(message.get("text") or "").strip()]
+    if message.get("reaction"):
+        parts.append(f"[reacted {message['reaction']}]")
+    for attachment in message.get("attachments") or []:
+        if isinstance(attachment, dict):
+            label = attachment.get("name") or attachment.get("filename") or attachment.get("url") or "file"
+        else:
+            label = str(attachment)
+        parts.append(f"[attachment: {label}]")
+    return " ".join(p for p in parts if p)
+
+
+def conversation_task(*, user, channel: str, conversation_ref: str, first_text: str) -> AgentTask:
+    """The user's open task for this conversation, or a new one when the last message is older
+    than LINDY_AGENT_CONVERSATION_IDLE_HOURS."""
+    idle = timedelta(hours=getattr(settings, "LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
+    now = timezone.now()
+    with transaction.atomic():
+        open_task = (
+            OpenTask.objects.select_for_update().select_related("task")
+            .filter(user=user, channel=channel, conversation_ref=conversation_ref).first()
+        )
+        if open_task is not None and now - open_task.last_inbound_at < idle:
+            open_task.last_inbound_at = now
+            open_task.save(update_fields=["last_inbound_at"])
+            return open_task.task
+        title = (first_text or "Conversation").strip().splitlines()[0][:120] or "Conversation"
+        task = services.task_create(team=_team_of(user), owner=user, title=f"{title} ({channel})")
+        OpenTask.objects.update_or_create(
+            user=user, channel=channel, conversation_ref=conversation_ref,
+            defaults={"task": task, "last_inbound_at": now},
+        )
+        return task
+
+
+def handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[dict]) -> AgentTask:
+    """The seam channels call (settings.LINDY_INBOUND_HANDLER): record a debounced bundle of the
+    user's messages on their conversation task, then run the agent on it. Synchronously:
+    channels call it from their own debounce Celery task, so the work already runs in a worker."""
+    texts = [_message_text(m) for m in messages]
+    task = conversation_task(user=user, channel=channel, conversation_ref=conversation_ref,
+                             first_text=next((t for t in texts if t), ""))
+    for message, text in zip(messages, texts, strict=True):
+        if text:
+            services.task_event_add(task=task, actor=TaskEvent.Actor.USER, content=text,
+                                    created_at=_received_at(message.get("received_at")))
+    loop.run(task, channel=channel)
+    return task
+
+
+def agent_run(*, task_id: int) -> str:
+    """Run the agent on a task that has a new instruction from the user. Idempotent: a task
+    whose last event is not the user's has been answered already."""
+    task = AgentTask.objects.filter(pk=task_id).first()
+    if task is None:
+        return "gone"
+    last = task.events.order_by("-seq").values_list("actor", flat=True).first()
+    if last != TaskEvent.Actor.USER:
+        return "answered"
+    return loop.run(task).stopped
+
+
+def task_continue(*, task_id: int) -> None:
+    """Let the agent continue a task in the background, once the caller's transaction commits."""
+    transaction.on_commit(lambda: queue.enqueue(AGENT_RUN_TASK, task_id))
+
+
+def decision_execute(*, decision: Decision) -> tools.ToolResult:
+    """Run the action of a decision the user authorized. Never raises: a failure is a result."""
+    try:
+        return tools.execute(
+            tools.ExecutionContext(user=decision.user, team=decision.team, task=decision.task, decision=decision),
+            decision.tool, decision.arguments,
+        )
+    except Exception as exc:
+        # The claim stands (the action must never run twice); the failure is recorded and shown.
+        logger.exception("executing authorized decision %s failed", decision.pk)
+        return tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
+
+
+class ActionRunner:
+    """What the validator's review pages call to run an authorized action or continue a task
+    (registered in AgentConfig.ready; see validator.runner)."""
+
+    def execute(self, decision: Decision) -> validator_runner.Execution:
+        result = decision_execute(decision=decision)
+        return validator_runner.Execution(ok=result.ok, content=result.content, adapter=result.adapter,
+                                          data=result.data)
+
+    def recorded_only(self, tool: str, team_ids: list[int]) -> bool:
+        return tools.recorded_only(tool, team_ids)
+
+    def continue_task(self, task_id: int) -> None:
+        task_continue(task_id=task_id)

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import views
+
+# Mounted under /validator/ beside the review of blocked actions, where users have always found it.
+urlpatterns = [
+    path("outbox/", views.outbox, name="outbox"),
+]
