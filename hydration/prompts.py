@@ -6,7 +6,7 @@ memory files) is fenced and labelled as data: instructions inside it are not to 
 
 from __future__ import annotations
 
-import html
+from lindy.fencing import escape_text, fence
 
 FACT_KINDS = ("episodic", "procedural", "semantic")
 RECORD_FACTS = "record_facts"
@@ -59,22 +59,9 @@ RECORD_FACTS_TOOL = {
 }
 
 
-def fence(text: str) -> str:
-    """Text that cannot close the fence it sits in."""
-    return html.escape(text, quote=False)
-
-
-def attribute(text: str) -> str:
-    """Text that cannot close the attribute it sits in (e.g. a From header "Jane" <j@x>)."""
-    return html.escape(text, quote=True)
-
-
 def item_block(item) -> str:
-    attrs = (f'id="{item.pk}" source="{item.source}" author="{attribute(item.author)}" '
-             f'time="{item.occurred_at:%Y-%m-%d %H:%M}"')
-    if item.title:
-        attrs += f' title="{attribute(item.title)}"'
-    return f"<item {attrs}>\n{fence(item.text)}\n</item>"
+    return fence("item", item.text, block=True, id=item.pk, source=item.source, author=item.author,
+                 time=f"{item.occurred_at:%Y-%m-%d %H:%M}", title=item.title or None)
 
 
 def summarize_prompt(items, *, scope: str, variant: str = "default") -> tuple[str, list[dict]]:
@@ -86,7 +73,7 @@ def summarize_prompt(items, *, scope: str, variant: str = "default") -> tuple[st
 
 def fact_block(fact) -> str:
     ids = ",".join(str(i) for i in fact["item_ids"])
-    return f'<fact kind="{fact["kind"]}" items="{ids}">{fence(fact["text"])}</fact>'
+    return fence("fact", fact["text"], kind=fact["kind"], items=ids)
 
 
 def merge_prompt(facts: list[dict], *, scope: str, variant: str = "default") -> tuple[str, list[dict]]:
@@ -174,7 +161,8 @@ AGENT_TOOLS = [
 
 def agent_system(*, scope: str, index: str, master: str, file_budget: int, always_budget: int,
                  variant: str = "default") -> str:
-    return AGENT_SYSTEM.format(scope=scope, index=fence(index) or "(empty)", master=fence(master) or "(empty)",
+    return AGENT_SYSTEM.format(scope=scope, index=escape_text(index) or "(empty)",
+                               master=escape_text(master) or "(empty)",
                                file_budget=file_budget, always_budget=always_budget)
 
 
@@ -189,8 +177,7 @@ VERIFIER_MARKER = "THE VERIFIER REJECTED THE DRAFT"
 
 
 def verifier_feedback(violations: list[dict], *, round_no: int, rounds: int) -> str:
-    lines = "\n".join(f'- <violation path="{attribute(v["path"])}" kind="{v["kind"]}">{fence(v["detail"])}</violation>'
-                      for v in violations)
+    lines = "\n".join("- " + fence("violation", v["detail"], path=v["path"], kind=v["kind"]) for v in violations)
     return (f"{VERIFIER_MARKER} (round {round_no} of {rounds}). Cut or reorganise content so that every file "
             f"fits its budget and is linked from index.md or master.md:\n{lines}\n\n"
             "Fix these with the tools, then answer with a short summary and no tool call.")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from lindy.fencing import fence
 from router import gateway
 
 from .paths import INDEX, MASTER, SPECIAL
@@ -65,10 +66,8 @@ def documents_for(user) -> list[ContextDocument]:
 def assemble(documents: list[ContextDocument]) -> str:
     parts = [HEADER]
     for doc in documents:
-        body = doc.content if doc.content.strip() else "(empty)"
-        # A file cannot close its own fence and pose as something outside memory.
-        body = body.replace("</memory", "<\\/memory")
-        parts.append(f'<memory source="{doc.label}" path="{doc.path}">\n{body.rstrip()}\n</memory>')
+        body = doc.content.rstrip() if doc.content.strip() else "(empty)"
+        parts.append(fence("memory", body, block=True, source=doc.label, path=doc.path))
     return "\n\n".join(parts) + "\n"
 
 

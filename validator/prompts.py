@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from lindy.fencing import fence_json
+
 VERDICT_TOOL = "record_verdict"
 MAX_EVENTS = 80
 MAX_EVENT_CHARS = 4000
@@ -117,9 +119,8 @@ def request_payload(*, action: dict, justification: str, evidence: dict, history
 def user_message(payload: dict, variant: str = "default") -> str:
     return (
         "Evaluate the proposed action. The request, as JSON data:\n"
-        "<validation_request>\n"
-        + json.dumps(payload, ensure_ascii=False, indent=1)
-        + "\n</validation_request>\n"
+        + fence_json("validation_request", payload)
+        + "\n"
         "Call record_verdict with approved, reasoning, confidence and suggestedNextStep."
     )
 
