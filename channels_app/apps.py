@@ -8,6 +8,9 @@ class ChannelsAppConfig(AppConfig):
     def ready(self):
         from lindy import navigation, permissions, schedules
 
+        # Register the Celery tasks in every process (web too): services queue them by name.
+        from . import tasks  # noqa: F401
+
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(
             navigation.NavItem("channel-health", "Channel health", "channel-health",
