@@ -245,6 +245,8 @@ SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
 SLACK_CLIENT_ID = os.environ.get("SLACK_CLIENT_ID", "")
 SLACK_CLIENT_SECRET = os.environ.get("SLACK_CLIENT_SECRET", "")
 SLACK_API_BASE_URL = os.environ.get("SLACK_API_BASE_URL", "https://slack.com/api/")
+# Seconds any Slack Web API call may take (lindy.slack_client.web_client: channels, hydration, tools).
+SLACK_HTTP_TIMEOUT = float(os.environ.get("SLACK_HTTP_TIMEOUT", 15))
 SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize")
 SLACK_BOT_SCOPES = env_list(
     "SLACK_BOT_SCOPES", "channels:read,groups:read,channels:history,groups:history,users:read,users:read.email"
@@ -276,6 +278,7 @@ HYDRATION_SUMMARIZER_INPUT_TOKENS = int(os.environ.get("HYDRATION_SUMMARIZER_INP
 HYDRATION_MAX_ITEMS_PER_RUN = int(os.environ.get("HYDRATION_MAX_ITEMS_PER_RUN", 2000))
 HYDRATION_AGENT_MAX_STEPS = int(os.environ.get("HYDRATION_AGENT_MAX_STEPS", 40))
 HYDRATION_VERIFIER_ROUNDS = int(os.environ.get("HYDRATION_VERIFIER_ROUNDS", 3))
+# Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
 HYDRATION_HTTP_TIMEOUT = float(os.environ.get("HYDRATION_HTTP_TIMEOUT", 20))
 HYDRATION_SLACK_MAX_RETRIES = int(os.environ.get("HYDRATION_SLACK_MAX_RETRIES", 3))
 GMAIL_CLIENT_ID = os.environ.get("GMAIL_CLIENT_ID", "")

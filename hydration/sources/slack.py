@@ -12,6 +12,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from channels_app.selectors import memory_channels_for_team, memory_channels_for_user
+from lindy.slack_client import web_client
 
 from .base import Fetched, NotConnected, Source, SourceItem
 
@@ -21,7 +22,7 @@ SKIPPED_SUBTYPES = {"channel_join", "channel_leave", "bot_add", "bot_remove", "c
 
 
 def client_for(token: str) -> WebClient:
-    client = WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=settings.HYDRATION_HTTP_TIMEOUT)
+    client = web_client(token)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=settings.HYDRATION_SLACK_MAX_RETRIES))
     return client
 
