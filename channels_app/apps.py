@@ -11,6 +11,9 @@ class ChannelsAppConfig(AppConfig):
 
         from . import demo, permissions
 
+        # Register the Celery tasks in every process (web too): services queue them by name.
+        from . import tasks  # noqa: F401
+
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(
             navigation.NavItem("channel-health", "Channel health", "channel-health",

@@ -10,7 +10,8 @@ from django.conf import settings
 from slack_bolt import App
 from slack_bolt.adapter.django import SlackRequestHandler
 from slack_bolt.oauth.oauth_settings import OAuthSettings
-from slack_sdk import WebClient
+
+from lindy.slack_client import web_client
 
 from .services import slack as slack_services
 from .slack_stores import DjangoInstallationStore, DjangoOAuthStateStore
@@ -31,7 +32,8 @@ def configured() -> bool:
 def _config_key() -> tuple:
     return (
         settings.SLACK_SIGNING_SECRET, settings.SLACK_CLIENT_ID, settings.SLACK_CLIENT_SECRET,
-        settings.SLACK_API_BASE_URL, settings.SLACK_AUTHORIZE_URL, tuple(settings.SLACK_BOT_SCOPES),
+        settings.SLACK_API_BASE_URL, settings.SLACK_HTTP_TIMEOUT, settings.SLACK_AUTHORIZE_URL,
+        tuple(settings.SLACK_BOT_SCOPES),
     )
 
 
@@ -59,7 +61,7 @@ def _build_app() -> App:
     app = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
         oauth_settings=oauth_settings,
-        client=WebClient(base_url=settings.SLACK_API_BASE_URL),
+        client=web_client(),
         # Channel bookkeeping is a few quick calls: finish it before answering, so a 200 means done.
         process_before_response=True,
         logger=logger,

@@ -8,26 +8,21 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from . import services
-from .services.inbound import DISPATCH_SOFT_TIME_LIMIT, DISPATCH_TIME_LIMIT
+from .services import queue
+from .services.dispatch import DISPATCH_SOFT_TIME_LIMIT, DISPATCH_TIME_LIMIT
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="channels_app.tasks.debounce_fire", bind=True, acks_late=True, max_retries=5,
+@shared_task(name=queue.DEBOUNCE_FIRE, bind=True, acks_late=True, max_retries=5,
              default_retry_delay=2, time_limit=60,
              soft_time_limit=50)
 def debounce_fire(self, conversation_id: int, version: int | None = None):
-    outcome, value = services.debounce_fire(conversation_id=conversation_id, version=version)
-    if outcome == "wait":
-        # Clock skew or a recovery run: check again at the deadline.
-        debounce_fire.apply_async((conversation_id, version), countdown=value)
-        return "wait"
-    if outcome == "dispatch":
-        bundle_dispatch.delay(int(value))
-    return outcome
+    # The service queues what follows (a re-check at the deadline, or the dispatch).
+    return services.debounce_check(conversation_id=conversation_id, version=version).status.value
 
 
-@shared_task(name="channels_app.tasks.bundle_dispatch", bind=True, acks_late=True, max_retries=5,
+@shared_task(name=queue.BUNDLE_DISPATCH, bind=True, acks_late=True, max_retries=5,
              time_limit=DISPATCH_TIME_LIMIT, soft_time_limit=DISPATCH_SOFT_TIME_LIMIT)
 def bundle_dispatch(self, bundle_id: int):
     # The service raises only when the agent had not started: retrying then cannot answer twice.
@@ -35,17 +30,17 @@ def bundle_dispatch(self, bundle_id: int):
         return services.bundle_dispatch(bundle_id=bundle_id)
     except Exception as exc:
         if self.request.retries >= self.max_retries:
-            services.inbound.bundle_give_up(bundle_id=bundle_id, error=str(exc))
+            services.bundle_give_up(bundle_id=bundle_id, error=str(exc))
             raise
         raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 300)) from exc
 
 
-@shared_task(name="channels_app.tasks.debounce_recover", acks_late=True, time_limit=120, soft_time_limit=100)
+@shared_task(name=queue.DEBOUNCE_RECOVER, acks_late=True, time_limit=120, soft_time_limit=100)
 def debounce_recover(include_waiting: bool = False):
     return services.debounce_recover(include_waiting=include_waiting)
 
 
-@shared_task(name="channels_app.tasks.attachment_store", bind=True, acks_late=True, max_retries=3, time_limit=120,
+@shared_task(name=queue.ATTACHMENT_STORE, bind=True, acks_late=True, max_retries=3, time_limit=120,
              soft_time_limit=100)
 def attachment_store(self, attachment_id: int):
     try:
@@ -54,7 +49,7 @@ def attachment_store(self, attachment_id: int):
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1)) from exc
 
 
-@shared_task(name="channels_app.tasks.ratio_alerts_check", acks_late=True, time_limit=120, soft_time_limit=100)
+@shared_task(name=queue.RATIO_ALERTS_CHECK, acks_late=True, time_limit=120, soft_time_limit=100)
 def ratio_alerts_check():
     return [alert.pk for alert in services.ratio_alerts_check()]
 

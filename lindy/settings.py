@@ -248,6 +248,8 @@ SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
 SLACK_CLIENT_ID = os.environ.get("SLACK_CLIENT_ID", "")
 SLACK_CLIENT_SECRET = os.environ.get("SLACK_CLIENT_SECRET", "")
 SLACK_API_BASE_URL = os.environ.get("SLACK_API_BASE_URL", "https://slack.com/api/")
+# Seconds any Slack Web API call may take (lindy.slack_client.web_client: channels, hydration, tools).
+SLACK_HTTP_TIMEOUT = float(os.environ.get("SLACK_HTTP_TIMEOUT", 15))
 SLACK_AUTHORIZE_URL = os.environ.get("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize")
 SLACK_BOT_SCOPES = env_list(
     "SLACK_BOT_SCOPES", "channels:read,groups:read,channels:history,groups:history,users:read,users:read.email"
@@ -279,8 +281,18 @@ HYDRATION_SUMMARIZER_INPUT_TOKENS = int(os.environ.get("HYDRATION_SUMMARIZER_INP
 HYDRATION_MAX_ITEMS_PER_RUN = int(os.environ.get("HYDRATION_MAX_ITEMS_PER_RUN", 2000))
 HYDRATION_AGENT_MAX_STEPS = int(os.environ.get("HYDRATION_AGENT_MAX_STEPS", 40))
 HYDRATION_VERIFIER_ROUNDS = int(os.environ.get("HYDRATION_VERIFIER_ROUNDS", 3))
+# Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
 HYDRATION_HTTP_TIMEOUT = float(os.environ.get("HYDRATION_HTTP_TIMEOUT", 20))
 HYDRATION_SLACK_MAX_RETRIES = int(os.environ.get("HYDRATION_SLACK_MAX_RETRIES", 3))
+# The Slack channels switched on for a memory file system come from channels_app (hydration does not
+# import it): callables returning a QuerySet of channels_app.models.SlackChannel.
+#   for_team(team) -> public channels for the team's memory; for_user(user) -> the user's private ones
+HYDRATION_SLACK_CHANNELS_FOR_TEAM = os.environ.get(
+    "HYDRATION_SLACK_CHANNELS_FOR_TEAM", "channels_app.selectors.memory_channels_for_team"
+)
+HYDRATION_SLACK_CHANNELS_FOR_USER = os.environ.get(
+    "HYDRATION_SLACK_CHANNELS_FOR_USER", "channels_app.selectors.memory_channels_for_user"
+)
 GMAIL_CLIENT_ID = os.environ.get("GMAIL_CLIENT_ID", "")
 GMAIL_CLIENT_SECRET = os.environ.get("GMAIL_CLIENT_SECRET", "")
 GMAIL_API_BASE_URL = os.environ.get("GMAIL_API_BASE_URL", "https://gmail.googleapis.com")

@@ -1,4 +1,5 @@
-"""The managed iMessage API (shaped like Linq's partner API v3): bearer token, JSON over HTTPS."""
+"""The managed iMessage API (shaped like Linq's partner API v3): bearer token, JSON over HTTPS;
+its signed webhooks, and what they mean (`webhook_parse`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,21 @@ import time
 
 import httpx
 from django.conf import settings
+
+from ..models import Channel
+from .events import (
+    Attachment,
+    DeliveryFailed,
+    Ignored,
+    InboundEvent,
+    MalformedEvent,
+    Reaction,
+    Webhook,
+    obj,
+    text,
+)
+
+SOURCE = "linq"
 
 
 class LinqError(Exception):
@@ -99,3 +115,91 @@ def verify_webhook(*, raw_body: bytes, timestamp: str | None, signature: str | N
         return False
     expected = signature_for(secret, timestamp, raw_body)
     return hmac.compare_digest(expected, signature.strip().removeprefix("sha256="))
+
+
+# --- Webhook payloads -----------------------------------------------------------------------------
+
+def webhook_parse(payload: dict) -> Webhook:
+    """One verified webhook body, read into a typed event. Raises MalformedEvent."""
+    if not isinstance(payload, dict):
+        raise MalformedEvent("the body must be a JSON object")
+    event_id = text(payload.get("event_id") or "", "event_id")
+    event_type = text(payload.get("event_type") or "", "event_type")
+    data = payload.get("data") or {}
+    if not event_id or not isinstance(data, dict):
+        raise MalformedEvent("event_id and data are required")
+    if event_type == "message.received":
+        event = _message_received(event_id, data)
+    elif event_type == "reaction.added":
+        event = _reaction_added(event_id, data)
+    elif event_type == "message.failed":
+        event = DeliveryFailed(
+            message_id=text(data.get("message_id") or "", "data.message_id"),
+            reason=f"delivery failed: {data.get('reason') or data.get('code') or ''}",
+        )
+    else:
+        event = Ignored(f"event type {event_type!r} is not handled")
+    return Webhook(source=SOURCE, event_id=event_id, event_type=event_type, event=event)
+
+
+def _message_received(event_id: str, data: dict) -> InboundEvent | Ignored:
+    if data.get("direction", "inbound") != "inbound":
+        return Ignored("a message we sent")
+    chat = obj(data, "chat", "data")
+    if chat.get("is_group"):
+        return Ignored("a group chat")
+    parts = data.get("parts") or []
+    if not isinstance(parts, list):
+        raise MalformedEvent("data.parts must be a list")
+    body = "\n".join(
+        text(p.get("value", ""), f"data.parts[{i}].value")
+        for i, p in enumerate(parts) if isinstance(p, dict) and p.get("type") in ("text", "link")
+    )
+    media = tuple(
+        _attachment(p, f"data.parts[{i}]") for i, p in enumerate(parts) if isinstance(p, dict) and p.get("type") == "media"
+    )
+    service = text(data.get("service") or "iMessage", "data.service")
+    return InboundEvent(
+        channel=Channel.IMESSAGE if service.lower() == "imessage" else Channel.SMS,
+        provider_id=event_id,
+        from_phone=text(obj(data, "sender_handle", "data").get("handle", ""), "data.sender_handle.handle"),
+        to_phone=text(obj(chat, "owner_handle", "data.chat").get("handle", ""), "data.chat.owner_handle.handle"),
+        text=body,
+        attachments=media,
+        chat_id=text(chat.get("id", ""), "data.chat.id"),
+        # Recovered by the provider's reconciliation: late and out of order, so it is history.
+        history=bool(data.get("reconciled_at")),
+    )
+
+
+def _attachment(part: dict, where: str) -> Attachment:
+    try:
+        size = int(part.get("size_bytes") or 0)
+    except (TypeError, ValueError):
+        raise MalformedEvent(f"{where}.size_bytes must be an integer") from None
+    return Attachment(
+        id=text(part.get("id", ""), f"{where}.id"),
+        filename=text(part.get("filename") or "", f"{where}.filename"),
+        mime_type=text(part.get("mime_type", ""), f"{where}.mime_type"),
+        size_bytes=size,
+        url=text(part.get("url", ""), f"{where}.url"),
+    )
+
+
+def _reaction_added(event_id: str, data: dict) -> InboundEvent | Ignored:
+    if data.get("is_from_me"):
+        return Ignored("a reaction we sent")
+    sender = obj(data, "from_handle", "data").get("handle") or data.get("from", "")
+    return InboundEvent(
+        channel=Channel.IMESSAGE,
+        provider_id=event_id,
+        from_phone=text(sender, "data.from_handle.handle"),
+        # The webhook does not name the line: it is the one the sender's thread is on (the service knows).
+        to_phone="",
+        reaction=Reaction(
+            type=text(data.get("reaction_type", ""), "data.reaction_type"),
+            emoji=text(data.get("custom_emoji") or "", "data.custom_emoji"),
+            message_id=text(data.get("message_id", ""), "data.message_id"),
+        ),
+        chat_id=text(data.get("chat_id", ""), "data.chat_id"),
+    )

@@ -1,4 +1,5 @@
-"""SMS through Twilio's own client, pointed at a configurable host for tests and proxies."""
+"""SMS through Twilio's own client, pointed at a configurable host for tests and proxies; its
+signed inbound webhooks, and what they mean (`webhook_parse`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ from twilio.base.exceptions import TwilioException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.request_validator import RequestValidator
 from twilio.rest import Client
+
+from ..models import Channel
+from .events import Attachment, InboundEvent, MalformedEvent, Webhook, text
+
+SOURCE = "twilio"
+MAX_MEDIA = 10
 
 
 class SmsError(Exception):
@@ -53,3 +60,27 @@ def verify_webhook(*, url: str, params: dict, signature: str | None) -> bool:
     if not settings.TWILIO_AUTH_TOKEN or not signature:
         return False
     return RequestValidator(settings.TWILIO_AUTH_TOKEN).validate(url, params, signature)
+
+
+def webhook_parse(params: dict) -> Webhook:
+    """The form fields of one verified inbound-SMS webhook, read into a typed event.
+    Raises MalformedEvent."""
+    sid = text(params.get("MessageSid") or params.get("SmsSid") or "", "MessageSid")
+    if not sid:
+        raise MalformedEvent("MessageSid is required")
+    try:
+        count = min(int(params.get("NumMedia") or 0), MAX_MEDIA)
+    except ValueError:
+        count = 0
+    media = tuple(
+        Attachment(
+            id=f"{sid}-{i}", filename=f"media-{i}", mime_type=text(params.get(f"MediaContentType{i}", ""), "MediaContentType"),
+            size_bytes=0, url=text(params.get(f"MediaUrl{i}", ""), "MediaUrl"),
+        )
+        for i in range(count) if params.get(f"MediaUrl{i}")
+    )
+    event = InboundEvent(
+        channel=Channel.SMS, provider_id=sid, from_phone=text(params.get("From", ""), "From"),
+        to_phone=text(params.get("To", ""), "To"), text=text(params.get("Body") or "", "Body"), attachments=media,
+    )
+    return Webhook(source=SOURCE, event_id=sid, event_type="sms.received", event=event)

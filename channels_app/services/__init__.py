@@ -1,16 +1,14 @@
 """Every write of the channels app. `user_message_send` is the seam the agent loop calls
-(settings.LINDY_USER_MESSAGE_SENDER)."""
+(settings.LINDY_USER_MESSAGE_SENDER).
+
+Inbound texts: `webhooks` (claim, parse through `channels_app.providers`, act) → `store` (stored
+first, debounce window started) → `debounce` (one bundle per pause) → `dispatch` (to the agent,
+at most once, and recovery of what a dead worker left). Tasks are queued by name (`queue`):
+no service imports channels_app.tasks."""
 
 from .alerts import ratio_alerts_check
-from .inbound import (
-    attachment_store,
-    bundle_dispatch,
-    debounce_fire,
-    debounce_recover,
-    inbound_store,
-    linq_event_process,
-    twilio_inbound_process,
-)
+from .debounce import DebounceOutcome, DebounceStatus, debounce_check, debounce_fire
+from .dispatch import bundle_dispatch, bundle_give_up, debounce_recover
 from .outbound import typing_start, typing_stop, user_message_send
 from .pool import cap_reserve, healthiest_number, phone_normalize, profile_register, stat_add
 from .slack import (
@@ -21,11 +19,14 @@ from .slack import (
     slack_private_memory_set,
     slack_team_memory_set,
 )
+from .store import attachment_store, inbound_store
+from .webhooks import inbound_event_store, linq_event_process, twilio_inbound_process, webhook_event_claim
 
 __all__ = [
-    "attachment_store", "bundle_dispatch", "cap_reserve", "debounce_fire", "debounce_recover", "healthiest_number",
+    "DebounceOutcome", "DebounceStatus", "attachment_store", "bundle_dispatch", "bundle_give_up", "cap_reserve",
+    "debounce_check", "debounce_fire", "debounce_recover", "healthiest_number", "inbound_event_store",
     "inbound_store", "linq_event_process", "phone_normalize", "profile_register", "ratio_alerts_check",
     "slack_channel_joined", "slack_channel_left", "slack_member_joined", "slack_member_left",
     "slack_private_memory_set", "slack_team_memory_set", "stat_add", "twilio_inbound_process", "typing_start",
-    "typing_stop", "user_message_send",
+    "typing_stop", "user_message_send", "webhook_event_claim",
 ]

@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from channels_app.selectors import memory_channels_for_team, memory_channels_for_user
+from lindy.slack_client import web_client
 
 from .base import Fetched, NotConnected, Source, SourceItem
 
@@ -21,7 +22,7 @@ SKIPPED_SUBTYPES = {"channel_join", "channel_leave", "bot_add", "bot_remove", "c
 
 
 def client_for(token: str) -> WebClient:
-    client = WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=settings.HYDRATION_HTTP_TIMEOUT)
+    client = web_client(token)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=settings.HYDRATION_SLACK_MAX_RETRIES))
     return client
 
@@ -36,10 +37,12 @@ class SlackSource(Source):
     kind = "slack"
 
     def channels(self, filesystem):
+        """The channels switched on for this memory, from the channels app through the seams named in
+        settings (HYDRATION_SLACK_CHANNELS_FOR_TEAM / _FOR_USER): hydration does not import it."""
         if filesystem.kind == "team":
-            channels = memory_channels_for_team(filesystem.team)
+            channels = import_string(settings.HYDRATION_SLACK_CHANNELS_FOR_TEAM)(filesystem.team)
         else:
-            channels = memory_channels_for_user(filesystem.owner)
+            channels = import_string(settings.HYDRATION_SLACK_CHANNELS_FOR_USER)(filesystem.owner)
         return list(channels.select_related("installation").order_by("channel_id"))
 
     def fetch(self, filesystem, cursor: dict) -> Fetched:

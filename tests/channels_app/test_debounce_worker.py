@@ -107,7 +107,7 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     from django.utils import timezone
 
     from channels_app import services
-    from channels_app.services.inbound import dispatch_lease_seconds
+    from channels_app.services.dispatch import dispatch_lease_seconds
     from lindy.models import Membership
     from tests.factories import TeamFactory
 

@@ -21,6 +21,7 @@ from channels_app.models import (
     TextingProfile,
     WebhookEvent,
 )
+from channels_app.services import DebounceOutcome, DebounceStatus
 from tests.channels_app import recorder
 from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
 from tests.fakes import linq as linq_fake
@@ -179,16 +180,19 @@ def test_window_reset_then_one_bundle_in_order_with_reactions_and_images(cast, l
     conversation = Conversation.objects.get(profile=profile)
     assert conversation.version == 3
 
-    outcome, wait = services.debounce_fire(conversation_id=conversation.pk)
-    assert outcome == "wait" and 0 < wait <= 3
+    outcome = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome.status == DebounceStatus.WAIT and 0 < outcome.recheck_in <= 3
+    assert outcome.dispatch_bundle_id is None
     # The first message's check is superseded by the third's; the third's waits for the deadline.
-    assert services.debounce_fire(conversation_id=conversation.pk, version=1) == ("superseded", 0)
-    assert services.debounce_fire(conversation_id=conversation.pk, version=3)[0] == "wait"
+    superseded = services.debounce_fire(conversation_id=conversation.pk, version=1)
+    assert superseded == DebounceOutcome(DebounceStatus.SUPERSEDED) and superseded.recheck_in is None
+    assert services.debounce_fire(conversation_id=conversation.pk, version=3).status == DebounceStatus.WAIT
 
     close_window(conversation)
-    outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
-    assert outcome == "dispatch"
-    assert services.debounce_fire(conversation_id=conversation.pk) == ("nothing", 0)  # nothing left to claim
+    outcome = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome.status == DebounceStatus.DISPATCH and outcome.recheck_in is None
+    bundle_id = outcome.dispatch_bundle_id
+    assert services.debounce_fire(conversation_id=conversation.pk) == DebounceOutcome(DebounceStatus.NOTHING)
     assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
     assert services.bundle_dispatch(bundle_id=bundle_id) == "already"  # never twice
 
@@ -211,7 +215,7 @@ def test_failed_dispatch_is_retried_not_lost(cast, linq, line):
     post_linq(message_received(sender=profile.phone, line=line.phone, text="hello"))
     conversation = Conversation.objects.get(profile=profile)
     close_window(conversation)
-    _, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
+    bundle_id = services.debounce_fire(conversation_id=conversation.pk).bundle_id
     with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.failing"), pytest.raises(RuntimeError):
         services.bundle_dispatch(bundle_id=bundle_id)
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.CLAIMED
@@ -225,9 +229,9 @@ def _claimed_bundle(profile, line, text="what's free today?"):
     post_linq(message_received(sender=profile.phone, line=line.phone, text=text, chat_id="c1"))
     conversation = Conversation.objects.get(profile=profile)
     close_window(conversation)
-    outcome, bundle_id = services.debounce_fire(conversation_id=conversation.pk)
-    assert outcome == "dispatch"
-    return bundle_id
+    outcome = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome.status == DebounceStatus.DISPATCH
+    return outcome.bundle_id
 
 
 def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, line):
@@ -298,7 +302,7 @@ def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None):
 
 def test_sweep_never_takes_a_slow_live_run_for_dead(cast, linq, line):
     from channels_app import tasks
-    from channels_app.services.inbound import dispatch_lease_seconds
+    from channels_app.services.dispatch import dispatch_lease_seconds
 
     # Even a lease configured shorter than the task's hard time limit is stretched past it.
     with override_settings(CHANNELS_DISPATCH_LEASE_SECONDS=10):
@@ -315,7 +319,8 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
     from channels_app import tasks
     from lindy import services as lindy_services
 
-    monkeypatch.setattr(tasks.bundle_dispatch, "delay", lambda bundle_id: services.bundle_dispatch(bundle_id=bundle_id))
+    monkeypatch.setattr(tasks.bundle_dispatch, "apply_async",
+                        lambda args, countdown=None: services.bundle_dispatch(bundle_id=args[0]))
 
     profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
     bundle_id = _claimed_bundle(profile, line)
@@ -335,7 +340,7 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
 
 def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, linq, line, handler, monkeypatch):
     from channels_app import tasks
-    from channels_app.services.inbound import MAX_DISPATCH_ATTEMPTS
+    from channels_app.services.dispatch import MAX_DISPATCH_ATTEMPTS
 
     queued = []
     monkeypatch.setattr(tasks.debounce_fire, "apply_async", lambda args, countdown=None: queued.append(args))
@@ -345,13 +350,14 @@ def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, l
     post_linq(message_received(sender=profile.phone, line=line.phone, text="also the weather", chat_id="c1"))
     close_window(conversation)
     # A second run now would read "what's my day?" unanswered and might answer it again.
-    assert services.debounce_fire(conversation_id=conversation.pk) == ("busy", 0)
+    assert services.debounce_fire(conversation_id=conversation.pk) == DebounceOutcome(DebounceStatus.BUSY)
 
     queued.clear()
     assert services.bundle_dispatch(bundle_id=first) == "dispatched"
     assert queued and queued[0][0] == conversation.pk  # the next bundle is fired when the run ends
-    outcome, second = services.debounce_fire(conversation_id=conversation.pk)
-    assert outcome == "dispatch"
+    outcome = services.debounce_fire(conversation_id=conversation.pk)
+    assert outcome.status == DebounceStatus.DISPATCH
+    second = outcome.bundle_id
     assert services.bundle_dispatch(bundle_id=second) == "dispatched"
     assert [[m["text"] for m in call["messages"]] for call in handler] == [["what's my day?"], ["also the weather"]]
 
@@ -359,7 +365,7 @@ def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, l
     post_linq(message_received(sender=profile.phone, line=line.phone, text="hello?", chat_id="c1"))
     InboundBundle.objects.filter(pk=second).update(status=InboundBundle.Status.CLAIMED, attempts=MAX_DISPATCH_ATTEMPTS)
     close_window(conversation)
-    assert services.debounce_fire(conversation_id=conversation.pk)[0] == "dispatch"
+    assert services.debounce_fire(conversation_id=conversation.pk).status == DebounceStatus.DISPATCH
 
 
 def test_attachments_are_copied_from_the_expiring_url(cast, linq, line, tmp_path):

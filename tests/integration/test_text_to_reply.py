@@ -35,9 +35,9 @@ def text_in(linq, profile, line, text):
 def close_window_and_dispatch(profile):
     conversation = Conversation.objects.get(profile=profile)
     Conversation.objects.filter(pk=conversation.pk).update(deadline=timezone.now() - timedelta(seconds=1))
-    outcome, bundle_id = channels.debounce_fire(conversation_id=conversation.pk)
-    assert outcome == "dispatch"
-    return channels.bundle_dispatch(bundle_id=bundle_id)
+    outcome = channels.debounce_fire(conversation_id=conversation.pk)
+    assert outcome.status == "dispatch"
+    return channels.bundle_dispatch(bundle_id=outcome.bundle_id)
 
 
 def test_a_text_asking_for_an_email_is_validated_executed_and_answered(cast, providers):

@@ -1,0 +1,172 @@
+"""Handing a claimed bundle to the agent (at most once), and recovering what a dead worker left
+behind. The agent is reached through settings.LINDY_INBOUND_HANDLER."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Max, Q
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from lindy.models import TaskEvent
+
+from ..models import Conversation, InboundBundle, InboundMessage, OutboundMessage
+from . import outbound, queue
+
+logger = logging.getLogger(__name__)
+
+# After this many failed hand-overs a bundle is left FAILED for a person to look at.
+MAX_DISPATCH_ATTEMPTS = 6
+# The dispatch task runs the agent synchronously: its time limits (tasks.bundle_dispatch).
+DISPATCH_SOFT_TIME_LIMIT = 540
+DISPATCH_TIME_LIMIT = 600
+
+
+def bundles_in_flight(conversation_id: int):
+    """Bundles of the conversation the agent has, or will have again (a retry is due)."""
+    return InboundBundle.objects.filter(conversation_id=conversation_id).filter(
+        Q(status=InboundBundle.Status.DISPATCHING)
+        | Q(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    )
+
+
+def _fire_pending(conversation_id: int) -> None:
+    """A bundle left the agent: messages that came in meanwhile are next."""
+    if not InboundMessage.objects.filter(conversation_id=conversation_id, bundle__isnull=True).exists():
+        return
+    deadline = Conversation.objects.filter(pk=conversation_id).values_list("deadline", flat=True).first()
+    delay = max(0.0, (deadline - timezone.now()).total_seconds()) if deadline else 0.0
+    queue.task_send_or_log(queue.DEBOUNCE_FIRE, conversation_id, countdown=delay)
+
+
+def _message_payload(message: InboundMessage) -> dict:
+    item = {"text": message.text, "received_at": message.received_at.isoformat()}
+    attachments = [a.as_reference() for a in message.attachments.all()]
+    if attachments:
+        item["attachments"] = attachments
+    if message.reaction:
+        item["reaction"] = message.reaction
+    return item
+
+
+def _agent_started(bundle: InboundBundle) -> bool:
+    """Did the agent leave any trace since it was handed this bundle (an event on one of the
+    user's tasks, a message to them)? If so, running it again could answer the user twice."""
+    if bundle.handed_over_at is None:
+        return False
+    profile = bundle.conversation.profile
+    if TaskEvent.objects.filter(task__owner_id=profile.user_id, pk__gt=bundle.task_event_mark or 0).exists():
+        return True
+    return OutboundMessage.objects.filter(user_id=profile.user_id, created_at__gte=bundle.handed_over_at).exists()
+
+
+def dispatch_lease_seconds() -> float:
+    """How long a DISPATCHING bundle may stay so before the sweep calls it abandoned: always past
+    the dispatch task's hard time limit, so a slow run that is still alive is never taken for dead."""
+    return max(float(settings.CHANNELS_DISPATCH_LEASE_SECONDS), DISPATCH_TIME_LIMIT + 60)
+
+
+def _release_or_fail(bundle: InboundBundle, *, error: str) -> str:
+    """After a dispatch that did not finish: back to CLAIMED (dispatched again) when the agent left
+    no trace, otherwise FAILED for a person to look at; never re-run an agent that already acted."""
+    live = InboundBundle.objects.filter(pk=bundle.pk, status=InboundBundle.Status.DISPATCHING)
+    if _agent_started(bundle):
+        live.update(status=InboundBundle.Status.FAILED, error=error[:2000])
+        return "failed"
+    live.update(status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, error=error[:2000])
+    return "released"
+
+
+def bundle_dispatch(*, bundle_id: int) -> str:
+    """Hand a claimed bundle to the agent, at most once. The typing bubble starts here.
+
+    Returns "dispatched", "already" (someone else has or had it) or "failed" (the agent failed
+    after it had started acting: recorded, not re-run). Raises when the hand-over failed before the
+    agent did anything: the bundle is CLAIMED again and the caller may retry."""
+    now = timezone.now()
+    taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
+        status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1
+    )
+    if not taken:
+        return "already"
+    # Its messages stay claimed by this bundle whatever happens, so they never land in a second one.
+    bundle = None
+    try:
+        bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
+        conversation = bundle.conversation
+        messages = [
+            _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
+        ]
+        outbound.typing_start(conversation=conversation)
+        handler = import_string(settings.LINDY_INBOUND_HANDLER)
+        bundle.task_event_mark = TaskEvent.objects.aggregate(last=Max("pk"))["last"] or 0
+        bundle.handed_over_at = timezone.now()
+        InboundBundle.objects.filter(pk=bundle_id).update(
+            handed_over_at=bundle.handed_over_at, task_event_mark=bundle.task_event_mark
+        )
+        result = handler(
+            user=conversation.profile.user, channel=conversation.channel,
+            conversation_ref=conversation.conversation_ref(), messages=messages,
+        )
+    except Exception as exc:  # SoftTimeLimitExceeded included: a slow run ends here too
+        if bundle is None:
+            InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
+            raise
+        outbound.typing_stop(profile=bundle.conversation.profile)
+        if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":
+            logger.exception("the agent failed on bundle %s after it started; not re-run", bundle_id)
+            _fire_pending(bundle.conversation_id)
+            return "failed"
+        raise
+    InboundBundle.objects.filter(pk=bundle_id).update(
+        status=InboundBundle.Status.DISPATCHED, dispatched_at=timezone.now(), agent_task_id=getattr(result, "pk", None),
+        error="",
+    )
+    # The bubble ends with the first reply; an agent that chose not to reply must not leave it on.
+    outbound.typing_stop(profile=conversation.profile)
+    _fire_pending(conversation.pk)
+    return "dispatched"
+
+
+def bundle_give_up(*, bundle_id: int, error: str) -> None:
+    InboundBundle.objects.filter(pk=bundle_id).exclude(status=InboundBundle.Status.DISPATCHED).update(
+        status=InboundBundle.Status.FAILED, error=error[:2000]
+    )
+
+
+def debounce_recover(*, include_waiting: bool = False) -> dict:
+    """Find work a dead worker left behind and queue it again. Safe to run any time, any number
+    of times: every step it queues is idempotent."""
+    now = timezone.now()
+    pending = InboundMessage.objects.filter(conversation__isnull=False, bundle__isnull=True)
+    conversations = Conversation.objects.filter(pk__in=pending.values("conversation_id"))
+    if not include_waiting:
+        conversations = conversations.filter(deadline__lte=now) | Conversation.objects.filter(
+            pk__in=pending.values("conversation_id"), deadline__isnull=True
+        )
+    fired = 0
+    for conversation in conversations.distinct():
+        delay = max(0.0, (conversation.deadline - now).total_seconds()) if conversation.deadline else 0.0
+        queue.task_send(queue.DEBOUNCE_FIRE, conversation.pk, countdown=delay)
+        fired += 1
+    stale = now - timedelta(seconds=dispatch_lease_seconds())
+    abandoned = InboundBundle.objects.filter(
+        status=InboundBundle.Status.DISPATCHING, claimed_at__lt=stale
+    ).select_related("conversation__profile")
+    failed = 0
+    for bundle in abandoned:
+        outcome = _release_or_fail(
+            bundle, error="The worker stopped while dispatching this bundle (killed or past its time limit)."
+        )
+        if outcome == "failed":
+            outbound.typing_stop(profile=bundle.conversation.profile)
+            failed += 1
+    redispatched = 0
+    retryable = InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
+    for bundle_id in retryable.values_list("pk", flat=True):
+        queue.task_send(queue.BUNDLE_DISPATCH, bundle_id)
+        redispatched += 1
+    return {"conversations": fired, "bundles": redispatched, "failed": failed}
