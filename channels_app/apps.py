@@ -9,10 +9,12 @@ class ChannelsAppConfig(AppConfig):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
 
-        from . import demo, permissions
-
         # Register the Celery tasks in every process (web too): services queue them by name.
-        from . import tasks  # noqa: F401
+        from . import (
+            demo,
+            permissions,
+            tasks,  # noqa: F401
+        )
 
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(

@@ -1,13 +1,29 @@
 """Enqueue a Celery task by its registered name.
 
 Services send tasks by name so that no service imports a tasks module (tasks import services,
-never the other way round). Looking the task up in the app's registry, rather than
-`send_task`, keeps the task's own options and honours CELERY_TASK_ALWAYS_EAGER."""
+never the other way round; import-linter holds it). Looking the task up in the app's registry,
+rather than `send_task`, keeps the task's own options and honours CELERY_TASK_ALWAYS_EAGER.
+Each app registers its tasks when it loads (celery autodiscovery, or its AppConfig.ready).
+"""
 
 from __future__ import annotations
 
+import logging
+
 from celery import current_app
 
+logger = logging.getLogger(__name__)
 
-def enqueue(task_name: str, *args, **kwargs):
-    return current_app.tasks[task_name].apply_async(args=args, kwargs=kwargs)
+
+def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
+    """Queue the task registered under `task_name`; a broker error propagates."""
+    current_app.tasks[task_name].apply_async(args, countdown=countdown)
+
+
+def enqueue_or_log(task_name: str, *args, countdown: float | None = None) -> None:
+    """For work whose input is already stored: a broker hiccup must not fail the caller (a webhook
+    would make the provider retry a message we have). A recovery sweep queues whatever is due."""
+    try:
+        enqueue(task_name, *args, countdown=countdown)
+    except Exception:
+        logger.exception("could not queue %s%s; the recovery sweep will", task_name, args)

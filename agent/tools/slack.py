@@ -3,12 +3,11 @@ installation (channels_app), and only in channels the assistant was added to."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db.models import Q
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from channels_app.models import SlackChannel, SlackInstallation
+from lindy.slack_client import web_client
 
 from ..models import OutboxEntry
 from .outbox import entry_create
@@ -42,7 +41,7 @@ def post(ctx, arguments: dict, result_cls):
         return _failed(ctx, arguments, result_cls, "not_in_channel",
                        f"The assistant was not added to a Slack channel {arguments['channel']!r} in this team's "
                        "workspace; it only posts where it was added.")
-    client = WebClient(token=channel.installation.bot_token, base_url=settings.SLACK_API_BASE_URL, timeout=15)
+    client = web_client(channel.installation.bot_token)
     try:
         response = client.chat_postMessage(channel=channel.channel_id, text=arguments["text"])
     except (SlackApiError, SlackClientError, OSError) as exc:
