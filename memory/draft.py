@@ -301,10 +301,10 @@ class Draft:
             new_path = check_path(change.new_path, "new path")
             if new_path == path:
                 return None
-            if new_path in SPECIAL:
-                raise InvalidChange(f"{new_path} is reserved for the file system's own {new_path}.")
             if new_path in files:
                 raise AlreadyExists(f"{new_path} already exists.")
+            if new_path in SPECIAL:
+                raise InvalidChange(f"{new_path} is reserved for the file system's own {new_path}.")
             content = self._content(current)
             del files[path]
             files[new_path] = current

@@ -6,6 +6,9 @@ system as it would be after the change and writes it as ONE revision, or refuses
                   source_id="42")
 
 Callers outside this app (hydration, the learner, the memory agent) use the same function.
+`changes_apply` replays the batch on a `memory.draft.Draft` of the locked file system; a writer
+that built its own Draft (the memory agent) passes `changes=draft.changes, counter=draft.counter`
+so the texts its draft counted are not counted again.
 """
 
 from __future__ import annotations
