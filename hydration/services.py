@@ -268,6 +268,7 @@ def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
             revision = memory_services.changes_apply(
                 filesystem=fs, changes=result.draft.changes, author_kind=memory_services.AuthorKind.MEMORY_AGENT,
                 message=message[:500], source_kind="hydration_run", source_id=str(run.pk),
+                counter=result.draft.counter,  # the agent's draft counted these files: not again
             )
             _mark_processed(run, item_ids)
             valid = set(item_ids) | set(Item.objects.filter(filesystem=fs, pk__in={
@@ -283,10 +284,10 @@ def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
         return run
     except memory_services.VerificationFailed as exc:
         return _finish(run, Status.NEEDS_ATTENTION, violations=[v.as_dict() for v in exc.violations])
+    except memory_services.NothingChanged:
+        _mark_processed(run, item_ids)
+        return _finish(run, Status.NO_CHANGES)
     except memory_services.InvalidChange as exc:
-        if "Nothing changed" in exc.message:
-            _mark_processed(run, item_ids)
-            return _finish(run, Status.NO_CHANGES)
         return _finish(run, Status.FAILED, error=exc.message)
     except memory_services.MemoryWriteError as exc:
         return _finish(run, Status.FAILED, error=f"{exc.message} The next run starts from the new files.")

@@ -6,25 +6,39 @@ system as it would be after the change and writes it as ONE revision, or refuses
                   source_id="42")
 
 Callers outside this app (hydration, the learner, the memory agent) use the same function.
+`changes_apply` replays the batch on a `memory.draft.Draft` of the locked file system; a writer
+that built its own Draft (the memory agent) passes `changes=draft.changes, counter=draft.counter`
+so the texts its draft counted are not counted again.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 
-from router import gateway
-
 from . import links
+from .draft import (
+    MAX_FILE_BYTES,
+    OPS,
+    AlreadyExists,
+    Change,
+    Draft,
+    DraftFile,
+    FileNotFound,
+    InvalidChange,
+    MemoryWriteError,
+    NothingChanged,
+    StaleVersion,
+    TokenCounter,
+    VerificationFailed,
+    check_path,
+    written_contents,
+)
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
 from .verifier import Budgets, Violation, linked_paths, verify
 
-MAX_FILE_BYTES = 200_000
 MAX_CHANGES = 10_000
 MAX_MESSAGE = 500
 MAX_DESCRIPTION = 300
@@ -34,189 +48,13 @@ MAX_BUDGET = 10_000_000
 MAX_OFFSET = 1_000_000_000
 
 AuthorKind = Revision.AuthorKind
-OPS = ("create", "update", "write", "move", "delete")
-
-
-class MemoryWriteError(Exception):
-    """A write that was refused. `status` says how an API answers it."""
-
-    status = 400
-
-    def __init__(self, message: str, details: list | None = None):
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-
-class InvalidChange(MemoryWriteError):
-    status = 422
-
-
-class FileNotFound(MemoryWriteError):
-    status = 404
-
-
-class StaleVersion(MemoryWriteError):
-    status = 409
-
-
-class VerificationFailed(MemoryWriteError):
-    """The file system would break the verifier; `violations` lists why."""
-
-    status = 422
-
-    def __init__(self, violations: list[Violation]):
-        self.violations = violations
-        summary = "; ".join(v.detail for v in violations[:5])
-        more = f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""
-        super().__init__(f"Refused: the memory would fail the verifier. {summary}{more}",
-                         [v.as_dict() for v in violations])
-
-
-@dataclass(frozen=True)
-class Change:
-    """One step of a batch. `write` creates or updates; `base_version` (when given) must be
-    the file's current version, so nobody overwrites a change they have not seen."""
-
-    op: str
-    path: str
-    content: str | None = None
-    new_path: str | None = None
-    base_version: int | None = None
-
-
-@dataclass
-class _Live:
-    id: int | None
-    version: int
-    tokens: int
-    exact: bool
-    content: str | None  # None: not loaded (the verifier does not need it)
-
-
-@dataclass
-class _Draft:
-    files: dict[str, _Live]
-    records: list[FileChange] = field(default_factory=list)
-
-
-def _load(fs: FileSystem, paths: set[str]) -> dict[str, _Live]:
-    live = {
-        path: _Live(pk, version, tokens, exact, None)
-        for pk, path, version, tokens, exact in MemoryFile.objects.filter(filesystem=fs).values_list(
-            "pk", "path", "version", "tokens", "tokens_exact"
-        )
-    }
-    wanted = [p for p in paths | set(SPECIAL) if p in live]
-    for path, content in MemoryFile.objects.filter(filesystem=fs, path__in=wanted).values_list("path", "content"):
-        live[path].content = content
-    return live
-
-
-def _clean(path, what="path") -> str:
-    try:
-        return clean_path(path)
-    except PathError as exc:
-        raise InvalidChange(f"Invalid {what} {path!r}: {exc}") from None
-
-
-def _check_content(content) -> str:
-    if not isinstance(content, str):
-        raise InvalidChange("File content must be text.")
-    if "\x00" in content:
-        raise InvalidChange("File content may not contain NUL characters.")
-    if len(content.encode("utf-8")) > MAX_FILE_BYTES:
-        raise InvalidChange(f"A memory file may be at most {MAX_FILE_BYTES} bytes.")
-    return content
-
-
-def _check_version(path: str, current: _Live, base_version: int | None) -> None:
-    if base_version is not None and base_version != current.version:
-        raise StaleVersion(
-            f"{path} changed since you opened it (you edited version {base_version}, it is now at version "
-            f"{current.version}). Reload it, then apply your change again."
-        )
-
-
-def _step(draft: _Draft, change: Change, count: Callable[[str], tuple[int, bool]]) -> None:
-    files = draft.files
-    op = change.op
-    if op not in OPS:
-        raise InvalidChange(f"Unknown change {op!r}: use one of {', '.join(OPS)}.")
-    path = _clean(change.path)
-    current = files.get(path)
-    if op == "write":
-        op = "update" if current else "create"
-    if op == "create":
-        if current is not None:
-            raise InvalidChange(f"{path} already exists: update it instead (with the version you edited).")
-        if change.base_version not in (None, 0):
-            raise StaleVersion(f"{path} no longer exists (it was at version {change.base_version} when you opened it).")
-        content = _check_content(change.content if change.content is not None else "")
-        tokens, exact = count(content)
-        files[path] = _Live(None, 1, tokens, exact, content)
-        draft.records.append(FileChange(op="create", path=path, after=content, after_version=1))
-        return
-    if current is None:
-        raise FileNotFound(f"There is no file {path}.")
-    _check_version(path, current, change.base_version)
-    if op == "update":
-        content = _check_content(change.content if change.content is not None else "")
-        if content == current.content:
-            return
-        tokens, exact = count(content)
-        before = current.content or ""
-        current.content, current.tokens, current.exact = content, tokens, exact
-        current.version += 1
-        draft.records.append(FileChange(op="update", path=path, before=before, after=content,
-                                        before_version=current.version - 1, after_version=current.version))
-    elif op == "move":
-        if path in SPECIAL:
-            raise InvalidChange(f"{path} is special and cannot be moved.")
-        new_path = _clean(change.new_path, "new path")
-        if new_path == path:
-            return
-        if new_path in files:
-            raise InvalidChange(f"{new_path} already exists.")
-        if new_path in SPECIAL:
-            raise InvalidChange(f"{new_path} is reserved for the file system's own {new_path}.")
-        del files[path]
-        files[new_path] = current
-        current.version += 1
-        content = current.content or ""
-        draft.records.append(FileChange(op="move", path=new_path, old_path=path, before=content, after=content,
-                                        before_version=current.version - 1, after_version=current.version))
-    elif op == "delete":
-        if path in SPECIAL:
-            raise InvalidChange(f"{path} is special and cannot be deleted; empty it instead.")
-        del files[path]
-        draft.records.append(FileChange(op="delete", path=path, before=current.content or "",
-                                        before_version=current.version))
-
-
-def _counter(user) -> Callable[[str], tuple[int, bool]]:
-    def count(text: str) -> tuple[int, bool]:
-        if not text:
-            return 0, True
-        return gateway.count_tokens(text=text, user=user)
-
-    return count
-
-
-def _precount(changes: list[Change], count: Callable[[str], tuple[int, bool]]) -> dict[str, tuple[int, bool]]:
-    counted: dict[str, tuple[int, bool]] = {}
-    for change in changes:
-        text = change.content if change.content is not None else ""
-        if isinstance(text, str) and text not in counted and len(text.encode("utf-8")) <= MAX_FILE_BYTES:
-            counted[text] = count(text)
-    return counted
 
 
 def draft_verify(*, filesystem: FileSystem, files: dict[str, str], user=None) -> list[Violation]:
     """The verifier's verdict on a whole draft of `filesystem` (path -> content), counted the
-    way writes are counted, against the file system's budgets. For the memory agent, to check
-    a draft before it proposes it."""
-    count = _counter(user)
+    way writes are counted, against the file system's budgets. For a writer holding plain
+    text; one holding a `memory.draft.Draft` asks `draft.violations()`."""
+    count = TokenCounter(user)
     return verify(files, filesystem.budgets, count=lambda text: count(text)[0])
 
 
@@ -232,14 +70,6 @@ def _touched(changes: list[Change]) -> set[str]:
     return touched
 
 
-def verify_files(files: dict[str, _Live], budgets: Budgets) -> list[Violation]:
-    return verify(
-        {path: live.content if live.content is not None else "" for path, live in files.items()},
-        budgets,
-        tokens={path: live.tokens for path, live in files.items()},
-    )
-
-
 def changes_apply(
     *,
     filesystem: FileSystem,
@@ -250,29 +80,34 @@ def changes_apply(
     source_kind: str = "",
     source_id: str = "",
     reverts: Revision | None = None,
+    counter: TokenCounter | None = None,
 ) -> Revision:
-    """Apply `changes` in order as one revision, or raise MemoryWriteError and write nothing."""
+    """Apply `changes` in order on a `Draft` of the locked file system and write it as one
+    revision, or raise MemoryWriteError and write nothing (`NothingChanged` when the files
+    already are as the changes would leave them).
+
+    `counter` is the TokenCounter of the writer's own draft (the memory agent's): texts it
+    counted already are not counted again."""
     if author_kind not in AuthorKind.values:
         raise InvalidChange(f"Unknown author kind {author_kind!r}.")
     if not changes:
-        raise InvalidChange("Nothing to change.")
+        raise NothingChanged("Nothing to change.")
     if len(changes) > MAX_CHANGES:
         raise InvalidChange(f"At most {MAX_CHANGES} changes fit in one revision.")
+    counter = counter if counter is not None else TokenCounter(author)
     # Count before taking the lock: with a model key this calls the model's counter, which
-    # must not hold the file system's row lock while it waits on the network.
-    counted = _precount(changes, _counter(author))
-
-    def count(text: str) -> tuple[int, bool]:
-        return counted[text]
+    # must not hold the file system's row lock while it waits on the network. Only the texts
+    # the batch leaves in files are counted, each once.
+    counter.prime(written_contents(changes))
 
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
-        draft = _Draft(files=_load(fs, _touched(changes)))
+        draft = Draft.load(fs, contents=_touched(changes), counter=counter)
         for change in changes:
-            _step(draft, change, count)
+            draft.apply(change)
         if not draft.records:
-            raise InvalidChange("Nothing changed: the files already have that content.")
-        violations = verify_files(draft.files, fs.budgets)
+            raise NothingChanged("Nothing changed: the files already have that content.")
+        violations = draft.violations()
         if violations:
             raise VerificationFailed(violations)
         revision = Revision.objects.create(
@@ -283,20 +118,20 @@ def changes_apply(
     return revision
 
 
-def _describe(draft: _Draft) -> str:
+def _describe(draft: Draft) -> str:
     parts = [f"{r.get_op_display().lower()} {r.path}" for r in draft.records[:3]]
     more = f" and {len(draft.records) - 3} more" if len(draft.records) > 3 else ""
     return ", ".join(parts).capitalize() + more
 
 
-def _write(fs: FileSystem, draft: _Draft, revision: Revision) -> None:
+def _write(fs: FileSystem, draft: Draft, revision: Revision) -> None:
     final = draft.files
     existing = dict(MemoryFile.objects.filter(filesystem=fs).values_list("pk", "path"))
     kept_ids = {live.id for live in final.values() if live.id is not None}
     gone = [pk for pk in existing if pk not in kept_ids]
     if gone:
         MemoryFile.objects.filter(pk__in=gone).delete()
-    changed_paths = {r.path for r in draft.records}
+    changed_paths = draft.changed_paths()
     to_create, to_update = [], []
     for path, live in final.items():
         if path not in changed_paths:
@@ -321,7 +156,7 @@ def _write(fs: FileSystem, draft: _Draft, revision: Revision) -> None:
     FileChange.objects.bulk_create(draft.records, batch_size=500)
 
 
-def _row(fs: FileSystem, path: str, live: _Live, pk: int | None = None) -> MemoryFile:
+def _row(fs: FileSystem, path: str, live: DraftFile, pk: int | None = None) -> MemoryFile:
     content = live.content or ""
     return MemoryFile(
         pk=pk, filesystem=fs, path=path, folder=folder_of(path), content=content, version=live.version,
@@ -338,7 +173,7 @@ def file_write(
 ) -> Revision:
     """Create or update one file. Creating it with `index_description` adds its index line
     in the same revision, so the new file is not a dead memory."""
-    path = _clean(path)
+    path = check_path(path)
     if index_description is not None and len(index_description) > MAX_DESCRIPTION:
         raise InvalidChange(f"The index description may be at most {MAX_DESCRIPTION} characters.")
     exists = MemoryFile.objects.filter(filesystem=filesystem, path=path).exists()
@@ -358,28 +193,15 @@ def _content(fs: FileSystem, path: str) -> str:
     return MemoryFile.objects.filter(filesystem=fs, path=path).values_list("content", flat=True).first() or ""
 
 
-def _link_fixes(fs: FileSystem, edit: Callable[[str, str], str]) -> list[Change]:
-    fixes = []
-    for special in SPECIAL:
-        row = MemoryFile.objects.filter(filesystem=fs, path=special).values_list("content", "version").first()
-        if row is None:
-            continue
-        content, version = row
-        new = edit(special, content)
-        if new != content:
-            fixes.append(Change("update", special, content=new, base_version=version))
-    return fixes
-
-
 def file_move(
     *, filesystem: FileSystem, path: str, new_path: str, base_version: int | None, author_kind: str,
     author=None, message: str = "", update_links: bool = True,
 ) -> Revision:
     """Rename or move a file; with `update_links`, index and master links follow it."""
-    path, new_path = _clean(path), _clean(new_path, "new path")
+    path, new_path = check_path(path), check_path(new_path, "new path")
     changes = [Change("move", path, new_path=new_path, base_version=base_version)]
     if update_links:
-        changes += _link_fixes(filesystem, lambda _, text: links.rewrite_links(text, path, new_path))
+        changes += Draft.load(filesystem, contents=()).link_fixes_after_move(path, new_path)
     return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
                          message=message or f"Move {path} to {new_path}")
 
@@ -389,13 +211,10 @@ def file_delete(
     message: str = "", update_links: bool = True,
 ) -> Revision:
     """Delete a file; with `update_links`, its index lines go and master links become plain text."""
-    path = _clean(path)
+    path = check_path(path)
     changes = [Change("delete", path, base_version=base_version)]
     if update_links:
-        changes += _link_fixes(
-            filesystem,
-            lambda special, text: links.drop_index_lines(text, path) if special == INDEX else links.unlink(text, path),
-        )
+        changes += Draft.load(filesystem, contents=()).link_fixes_after_delete(path)
     return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
                          message=message or f"Delete {path}")
 
@@ -418,9 +237,7 @@ def revision_revert(*, revision: Revision, author_kind: str, author=None, messag
             filesystem=revision.filesystem, changes=inverse, author_kind=author_kind, author=author,
             message=message or f"Revert revision {revision.pk}: {revision.message}", reverts=revision,
         )
-    except (StaleVersion, FileNotFound, InvalidChange) as exc:
-        if isinstance(exc, InvalidChange) and "already exists" not in exc.message:
-            raise
+    except (StaleVersion, FileNotFound, AlreadyExists) as exc:
         raise StaleVersion(
             f"Revision {revision.pk} cannot be reverted cleanly because its files changed afterwards: {exc.message} "
             "Revert the later revisions first, or edit the file by hand."
@@ -466,7 +283,7 @@ def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_to
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
         budgets = Budgets(file_tokens=file_tokens, always_loaded_tokens=always_loaded_tokens)
-        violations = verify_files(_load(fs, set()), budgets)
+        violations = Draft.load(fs, contents=()).violations(budgets)
         if violations:
             raise VerificationFailed(violations)
         fs.file_token_budget, fs.always_loaded_token_budget = file_tokens, always_loaded_tokens
@@ -496,7 +313,8 @@ def filesystem_for_user(user) -> FileSystem:
 
 
 __all__ = [
-    "AuthorKind", "Change", "FileNotFound", "InvalidChange", "MemoryWriteError", "StaleVersion",
-    "VerificationFailed", "budgets_update", "changes_apply", "draft_verify", "file_delete", "file_move", "file_restore",
-    "file_write", "filesystem_for_team", "filesystem_for_user", "revision_revert",
+    "MAX_FILE_BYTES", "OPS", "AlreadyExists", "AuthorKind", "Change", "Draft", "FileNotFound", "InvalidChange",
+    "MemoryWriteError", "NothingChanged", "StaleVersion", "TokenCounter", "VerificationFailed", "budgets_update",
+    "changes_apply", "draft_verify", "file_delete", "file_move", "file_restore", "file_write", "filesystem_for_team",
+    "filesystem_for_user", "revision_revert",
 ]

@@ -95,7 +95,7 @@ def test_agent_tools_refuse_content_the_write_would_refuse(cast):
     from hydration import agent
     from memory.services import MAX_FILE_BYTES
 
-    draft = agent.Draft.load(team_fs(cast.team))
+    draft = agent.AgentDraft.load(team_fs(cast.team))
     for bad in ("nul\x00byte", "x" * (MAX_FILE_BYTES + 1), 42):
         with pytest.raises(agent.ToolError):
             draft.create("notes.md", bad)
