@@ -54,13 +54,17 @@ class FileSystem(models.Model):
     def label(self) -> str:
         """How the assistant's context names this file system, e.g. 'team:Acme'."""
         if self.kind == self.Kind.TEAM:
+            assert self.team is not None  # memory_fs_one_holder: a team file system has a team
             return f"team:{self.team.name}"
+        assert self.owner is not None  # memory_fs_one_holder: a user file system has an owner
         return f"user:{self.owner.email}"
 
     @property
     def title(self) -> str:
         if self.kind == self.Kind.TEAM:
+            assert self.team is not None  # memory_fs_one_holder
             return f"{self.team.name} team memory"
+        assert self.owner is not None  # memory_fs_one_holder
         return f"{self.owner.display_name}'s memory"
 
     @property
