@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from .verifier import DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET, DEFAULT_FILE_TOKEN_BUDGET, Budgets
+
+if TYPE_CHECKING:
+    from .diffs import Line, Row
 
 
 def default_file_token_budget() -> int:
@@ -154,6 +159,9 @@ class FileChange(models.Model):
     after = models.TextField(blank=True)
     before_version = models.PositiveIntegerField(null=True, blank=True)
     after_version = models.PositiveIntegerField(null=True, blank=True)
+
+    # Not a column: views set it on the changes they show, for memory/_diff.html.
+    diff: list[Line] | list[Row]
 
     class Meta:
         ordering = ["revision_id", "pk"]

@@ -21,7 +21,11 @@ SKIPPED_SUBTYPES = {"channel_join", "channel_leave", "bot_add", "bot_remove", "c
 
 
 def client_for(token: str) -> WebClient:
-    client = WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=settings.HYDRATION_HTTP_TIMEOUT)
+    client = WebClient(
+        token=token, base_url=settings.SLACK_API_BASE_URL,
+        # slack_sdk annotates `timeout` as int, but hands it to urllib's urlopen, which takes seconds as a float.
+        timeout=settings.HYDRATION_HTTP_TIMEOUT,  # type: ignore[arg-type]
+    )
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=settings.HYDRATION_SLACK_MAX_RETRIES))
     return client
 
@@ -71,7 +75,8 @@ class SlackSource(Source):
                 response = client.conversations_history(
                     channel=channel.channel_id, oldest=oldest, limit=PAGE_SIZE, cursor=page_cursor, **window,
                 )
-                for message in response.get("messages", []):
+                messages: list[dict] = response.get("messages", [])
+                for message in messages:
                     ts = message.get("ts", "")
                     if ts and (lowest is None or float(ts) < float(lowest)):
                         lowest = ts
