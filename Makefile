@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test install lint migrate seed chromium bench clean
+.PHONY: run test install lint typecheck migrate seed chromium bench clean
 
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: install chromium
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+typecheck: install
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q

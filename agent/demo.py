@@ -3,6 +3,8 @@ a blocked vendor payment, a blocked request from a third party, an allowed expli
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 from lindy import services as lindy_services
 from lindy.models import AgentTask, TaskEvent
 from validator import services
@@ -10,7 +12,17 @@ from validator.models import Decision
 
 from . import tools
 
-SCRIPTS = [
+
+class Script(TypedDict):
+    owner: str
+    title: str
+    events: list[tuple[str, str, str]]  # (actor, name, content)
+    tool: str
+    arguments: dict[str, Any]
+    justification: str
+
+
+SCRIPTS: list[Script] = [
     {
         "owner": "admin@acme.test",
         "title": "Vendor invoice from Northwind",

@@ -120,7 +120,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     assignment = gateway.assign("agent", user)
     system = prompts.system_prompt(user=user, team=team, memory_text=memory.text,
                                          variant=assignment.prompt_variant)
-    messages = [{"role": "user", "content": prompts.history_message(task, task.events.order_by("seq"))}]
+    messages: list[dict[str, object]] = [{"role": "user", "content": prompts.history_message(task, task.events.order_by("seq"))}]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
     agent_tools = registry.agent_tools()
@@ -143,7 +143,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
             result.stopped = "done"
             return result
         messages.append(completion.assistant_message())
-        tool_results = []
+        tool_results: list[dict[str, object]] = []
         for call in completion.tool_calls:
             content, is_error = _handle_call(task, call, ctx, result, completion.call_id)
             tool_results.append({"type": "tool_result", "tool_use_id": call.id, "content": content,

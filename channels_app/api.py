@@ -101,7 +101,7 @@ def texting_register(request, payload: TextingIn):
     if not permissions.can_text_assistant(request.user):
         raise Http404("Texting belongs to team members.")
     try:
-        profile = services.profile_register(user=request.user, phone=payload.phone)
+        services.profile_register(user=request.user, phone=payload.phone)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
     profile = selectors.texting_profile(request.user)

@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from lindy.encryption import EncryptedTextField
-from lindy.models import Team
+from lindy.models import Team, User
 
 # --- Slack -----------------------------------------------------------------------------------
 
@@ -76,7 +76,9 @@ class SlackChannel(models.Model):
     inviter_slack_id = models.CharField(max_length=32, blank=True)
     joined_at = models.DateTimeField(default=timezone.now)
     left_at = models.DateTimeField(null=True, blank=True)
-    sharers = models.ManyToManyField(settings.AUTH_USER_MODEL, through="SlackChannelShare", related_name="slack_channels")
+    sharers: models.ManyToManyField[User, SlackChannelShare] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="SlackChannelShare", related_name="slack_channels"
+    )
 
     class Meta:
         ordering = ["name", "channel_id"]

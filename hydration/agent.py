@@ -111,7 +111,7 @@ class AgentDraft:
             raise ToolError(exc.message) from None
         if not done:
             return "Nothing to move."
-        new_path = done[0].new_path
+        new_path = done[0].new_path or path
         if path in self.sources:
             self.sources[new_path] = self.sources.pop(path)
         return f"Moved {path} to {new_path}; links in index.md and master.md follow."

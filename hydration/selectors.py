@@ -128,8 +128,8 @@ def blame(filesystem, path: str, content: str) -> list[BlameLine]:
     for row in FileSource.objects.filter(run__in=list(runs.values()), path=path).select_related("item"):
         sources_by_run.setdefault((row.run_id, row.path), []).append(row.item)
     result = []
-    for number, (text, revision_id) in enumerate(lines, start=1):
-        run = runs.get(revision_id)
+    for number, (text, line_revision_id) in enumerate(lines, start=1):
+        run = runs.get(line_revision_id)
         items: list[Item] = []
         if run is not None and text.strip():
             scored = sorted(((_match(text, f.text), f) for f in facts_by_run.get(run.pk, [])), key=lambda p: -p[0])
@@ -138,5 +138,5 @@ def blame(filesystem, path: str, content: str) -> list[BlameLine]:
                 items += [i for i in fact.items.all() if i not in items]
             if not items:
                 items = sources_by_run.get((run.pk, path), [])
-        result.append(BlameLine(number, text, revision_id, run, items))
+        result.append(BlameLine(number, text, line_revision_id, run, items))
     return result

@@ -168,7 +168,11 @@ class _Progress:
 
 
 def _scope(fs: FileSystem) -> str:
-    return f"the {fs.team.name} team" if fs.kind == FileSystem.Kind.TEAM else f"the user {fs.owner.email}"
+    if fs.kind == FileSystem.Kind.TEAM:
+        assert fs.team is not None  # memory_fs_one_holder: a team file system has a team
+        return f"the {fs.team.name} team"
+    assert fs.owner is not None  # memory_fs_one_holder: a user file system has an owner
+    return f"the user {fs.owner.email}"
 
 
 def _actors(fs: FileSystem):
@@ -177,7 +181,7 @@ def _actors(fs: FileSystem):
     return fs.owner, None
 
 
-def _finish(run: Run, status: str, **fields) -> Run:
+def _finish(run: Run, status: Status, **fields) -> Run:
     # A worker whose run was taken over (lease expired, another attempt claimed it) writes nothing.
     if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
         run.refresh_from_db()

@@ -38,7 +38,9 @@ def _block_tokens(item) -> int:
 
 def split(items: list, budget: int) -> list[list]:
     """Consecutive parts, each within `budget` tokens (an item alone over it gets its own part)."""
-    parts, current, used = [], [], 0
+    parts: list[list] = []
+    current: list = []
+    used = 0
     for item in items:
         cost = _block_tokens(item)
         if current and used + cost > budget:
@@ -53,7 +55,8 @@ def split(items: list, budget: int) -> list[list]:
 
 def clean_facts(raw, allowed_ids: set[int]) -> list[dict]:
     """The facts of a record_facts call, with kinds checked and citations limited to real items."""
-    facts, seen = [], set()
+    facts: list[dict] = []
+    seen: set[tuple[str, str]] = set()
     if not isinstance(raw, list):
         raise SummarizerError("The summarizer's record_facts call had no list of facts.")
     for entry in raw:

@@ -96,9 +96,10 @@ def run_now(request, fs_id):
 
 
 def _revision_changes(run: Run, style: str):
-    if run.revision_id is None:
+    revision = run.revision
+    if revision is None:
         return []
-    changes = list(run.revision.changes.all())
+    changes = list(revision.changes.all())
     for change in changes:
         change.diff = (diffs.side_by_side if style == "split" else diffs.unified)(change.before, change.after)
     return changes

@@ -12,7 +12,7 @@ from . import permissions, selectors, services
 from .api_errors import ApiError
 from .models import AgentTask, User
 
-router = Router(tags=["lindy"])
+router: Router = Router(tags=["lindy"])  # typed: api_root imports it within an import cycle
 
 
 class TeamRoleOut(Schema):

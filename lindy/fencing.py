@@ -25,7 +25,7 @@ def fence(tag: str, text: str, *, block: bool = False, **attributes: object) -> 
     """<tag a="...">text</tag>, text and attributes escaped. `block` puts the text on its own
     lines. Attributes whose value is None are left out."""
     attrs = "".join(
-        f' {name}="{escape_attribute(value)}"' for name, value in attributes.items() if value is not None
+        f' {name}="{escape_attribute(str(value))}"' for name, value in attributes.items() if value is not None
     )
     body = escape_text(text)
     return f"<{tag}{attrs}>\n{body}\n</{tag}>" if block else f"<{tag}{attrs}>{body}</{tag}>"

@@ -1,6 +1,7 @@
 """The assistant's core domain: people, teams, the task history and meetings."""
 
 import hashlib
+from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
@@ -53,7 +54,7 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     USERNAME_FIELD = "email"
     EMAIL_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
 
     class Meta:
         ordering = ["email"]
@@ -69,7 +70,9 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Team(models.Model):
     name = models.CharField(max_length=120, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+    members: "models.ManyToManyField[User, Membership]" = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
+    )
 
     class Meta:
         ordering = ["name"]

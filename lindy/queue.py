@@ -17,7 +17,11 @@ logger = logging.getLogger(__name__)
 
 def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
     """Queue the task registered under `task_name`; a broker error propagates."""
-    current_app.tasks[task_name].apply_async(args, countdown=countdown)
+    task = current_app.tasks[task_name]
+    if countdown is None:
+        task.apply_async(args)
+    else:
+        task.apply_async(args, countdown=countdown)
 
 
 def enqueue_or_log(task_name: str, *args, countdown: float | None = None) -> None:

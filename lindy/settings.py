@@ -169,7 +169,7 @@ CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", 900))
 CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 3600))
 if REDIS_URL:
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, str | int] = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 else:
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed", "control"):

@@ -10,4 +10,6 @@ from slack_sdk import WebClient
 
 def web_client(token: str | None = None) -> WebClient:
     """A WebClient for `token` (a bot token), or without one (OAuth exchanges, Bolt's own client)."""
-    return WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=settings.SLACK_HTTP_TIMEOUT)
+    # slack_sdk annotates `timeout` as int but hands it to urllib, which takes seconds as a float.
+    timeout = settings.SLACK_HTTP_TIMEOUT
+    return WebClient(token=token, base_url=settings.SLACK_API_BASE_URL, timeout=timeout)  # type: ignore[arg-type]

@@ -158,7 +158,7 @@ def validated_tool_names() -> list[str]:
     return [name for name, tool in TOOLS.items() if tool.validated]
 
 
-_TYPES = {"string": str, "number": (int, float), "array": list, "object": dict, "boolean": bool}
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "number": (int, float), "array": list, "object": dict, "boolean": bool}
 
 
 def argument_errors(tool: Tool, arguments) -> list[str]:

@@ -19,6 +19,8 @@ underscore, is private (tests/hydration/test_memory_surface.py holds hydration t
 - `memory.selectors` — reads (`files_content(fs)`, `status(fs)`...); `memory.models` — the rows.
 - `memory.paths` — what a path is (`INDEX`, `MASTER`, `clean_path`); `memory.diffs` — diffs of
   memory text for pages; `memory.context.context_for(user)` — what the assistant has in context.
+- `memory.permissions` — who may read and edit which memory (`visible_filesystems`,
+  `can_edit_filesystem`), the rules hydration's own are built from.
 
 `memory.verifier` (the pure rules), `memory.links` (link edits) and `memory.rendering` are this
 app's internals: reach them through `Draft`.
@@ -28,6 +30,7 @@ PUBLIC_MODULES = (
     "memory.context",
     "memory.diffs",
     "memory.draft",
+    "memory.permissions",
     "memory.models",
     "memory.paths",
     "memory.selectors",

@@ -48,7 +48,7 @@ def documents_for(user) -> list[ContextDocument]:
         FileSystem.objects.filter(Q(team_id__in=team_ids) | Q(owner=user)).select_related("team", "owner")
     )
     # Teams first (by name), then the user's own: the general before the personal.
-    filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.TEAM, fs.team.name if fs.team_id else ""))
+    filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.TEAM, fs.team.name if fs.team is not None else ""))
     files = {
         (fs_id, path): content
         for fs_id, path, content in MemoryFile.objects.filter(

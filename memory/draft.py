@@ -142,7 +142,7 @@ def written_contents(changes: Iterable[Change]) -> list[str]:
                 final.pop(path, None)
         elif change.op == "move":
             try:
-                new_path = clean_path(change.new_path)
+                new_path = clean_path(change.new_path or "")
             except PathError:
                 continue
             if new_path != path and path in final:
@@ -380,7 +380,7 @@ class Draft:
 
     def tokens(self) -> Mapping[str, int]:
         self.count()
-        return {path: file.tokens for path, file in self.files.items()}
+        return {path: file.tokens or 0 for path, file in self.files.items()}
 
     def violations(self, budgets: Budgets | None = None) -> list[Violation]:
         """The verifier's verdict on the draft, against `budgets` (default: the file system's)."""

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from .verifier import DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET, DEFAULT_FILE_TOKEN_BUDGET, Budgets
+
+if TYPE_CHECKING:
+    from .diffs import Line, Row
 
 
 def default_file_token_budget() -> int:
@@ -54,13 +59,17 @@ class FileSystem(models.Model):
     def label(self) -> str:
         """How the assistant's context names this file system, e.g. 'team:Acme'."""
         if self.kind == self.Kind.TEAM:
+            assert self.team is not None  # memory_fs_one_holder: a team file system has a team
             return f"team:{self.team.name}"
+        assert self.owner is not None  # memory_fs_one_holder: a user file system has an owner
         return f"user:{self.owner.email}"
 
     @property
     def title(self) -> str:
         if self.kind == self.Kind.TEAM:
+            assert self.team is not None  # memory_fs_one_holder
             return f"{self.team.name} team memory"
+        assert self.owner is not None  # memory_fs_one_holder
         return f"{self.owner.display_name}'s memory"
 
     @property
@@ -150,6 +159,9 @@ class FileChange(models.Model):
     after = models.TextField(blank=True)
     before_version = models.PositiveIntegerField(null=True, blank=True)
     after_version = models.PositiveIntegerField(null=True, blank=True)
+
+    # Not a column: views set it on the changes they show, for memory/_diff.html.
+    diff: list[Line] | list[Row]
 
     class Meta:
         ordering = ["revision_id", "pk"]

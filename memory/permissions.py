@@ -27,4 +27,4 @@ def can_edit_filesystem(user, filesystem: FileSystem) -> bool:
         return False
     if filesystem.owner_id is not None:
         return filesystem.owner_id == user.pk
-    return is_team_admin(user, filesystem.team_id)
+    return filesystem.team_id is not None and is_team_admin(user, filesystem.team_id)

@@ -16,7 +16,7 @@ from .verifier import Violation, verify
 def filesystems_for(user) -> list[FileSystem]:
     """The user's own file system first, then their teams' by name."""
     filesystems = list(permissions.visible_filesystems(user).select_related("team", "owner"))
-    filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.USER, fs.team.name if fs.team_id else ""))
+    filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.USER, fs.team.name if fs.team is not None else ""))
     return filesystems
 
 

@@ -160,7 +160,7 @@ def _row(fs: FileSystem, path: str, live: DraftFile, pk: int | None = None) -> M
     content = live.content or ""
     return MemoryFile(
         pk=pk, filesystem=fs, path=path, folder=folder_of(path), content=content, version=live.version,
-        size=len(content.encode("utf-8")), tokens=live.tokens, tokens_exact=live.exact,
+        size=len(content.encode("utf-8")), tokens=live.tokens or 0, tokens_exact=live.exact,
     )
 
 

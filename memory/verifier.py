@@ -101,7 +101,9 @@ def verify(
     caller holding counts for every file may pass any placeholder for the other contents.
     """
     if count is None:
-        from router.offline import estimate_tokens as count
+        from router.offline import estimate_tokens
+
+        count = estimate_tokens
     tokens = tokens or {}
 
     def tokens_of(path: str) -> int:

@@ -58,7 +58,7 @@ class PromptVariantAdmin(admin.ModelAdmin):
 class RolloutEventInline(admin.TabularInline):
     model = RolloutEvent
     extra = 0
-    readonly_fields = ["kind", "from_percent", "to_percent", "reason", "actor", "created_at"]
+    readonly_fields = ("kind", "from_percent", "to_percent", "reason", "actor", "created_at")
     fields = readonly_fields
     can_delete = False
 

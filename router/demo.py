@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from . import routing
 from .models import CallScore, ModelCall, PromptVariant, Provider, Rollout, RolloutEvent, Route, Target
+from .types import Usage
 
 DAYS = 14
 # route -> (calls per day, typical input tokens, typical output tokens, cache-read share)
@@ -152,8 +153,8 @@ def _calls(ctx, rollout, now) -> None:
                 read = int(total_in * cached)
                 out = int(tokens_out * rng.uniform(0.5, 1.5))
                 write = int(total_in * 0.05) if target.provider == "anthropic" and cached else 0
-                usage = type("U", (), {"input_tokens": total_in - read - write, "output_tokens": out,
-                                       "cache_read_tokens": read, "cache_write_tokens": write})
+                usage = Usage(input_tokens=total_in - read - write, output_tokens=out,
+                              cache_read_tokens=read, cache_write_tokens=write)
                 rows.append(ModelCall(
                     route=route, user=user, team=team_of[user.pk], target_id=target.id, provider=target.provider,
                     model=target.model, prompt_variant=variant, arm=arm, rollout_id=rollout_id,

@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 from django.core.exceptions import ValidationError
 
@@ -49,7 +51,7 @@ class BaselineForm(forms.Form):
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["baseline_variant"].choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["baseline_variant"]).choices = _variant_choices(route)
 
 
 class VariantForm(forms.Form):
@@ -63,7 +65,7 @@ class EvalRunForm(forms.Form):
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["variant"].choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["variant"]).choices = _variant_choices(route)
 
 
 class RolloutForm(forms.Form):
@@ -81,7 +83,7 @@ class RolloutForm(forms.Form):
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["candidate_variant"].choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["candidate_variant"]).choices = _variant_choices(route)
 
     def clean_stages(self):
         return parse_stages(self.cleaned_data["stages"])

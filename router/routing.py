@@ -19,6 +19,7 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
@@ -32,7 +33,7 @@ DEFAULT_PROVIDERS = [
     {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": "ANTHROPIC_API_KEY"},
     {"name": "offline", "kind": "offline", "base_url": "", "api_key_env": ""},
 ]
-DEFAULT_TARGETS = [
+DEFAULT_TARGETS: list[dict[str, Any]] = [
     {
         "name": "claude-sonnet-4-6-anthropic", "provider": "anthropic", "model": "claude-sonnet-4-6",
         "input_price": "3", "output_price": "15", "cache_write_price": "3.75", "cache_read_price": "0.30",
@@ -168,7 +169,6 @@ def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: boo
     """Explicit choice, then internal users, then the user's bucket, then the baseline."""
     baseline = table.targets[route.baseline_id]
     rollout = route.rollout
-    common = {"route": route.name, "max_tokens": route.max_tokens}
     if user_id is not None:
         chosen = table.choices.get(user_id, {})
         target_id = chosen.get(route.name, chosen.get(ALL_ROUTES))
@@ -183,14 +183,16 @@ def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: boo
             scope = "this route" if route.name in chosen else "all routes"
             return Assignment(
                 target=target, prompt_variant=variant, arm="choice", reason="explicit_choice",
-                explanation=f"The user chose {target.name} for {scope} in their profile.", **common,
+                explanation=f"The user chose {target.name} for {scope} in their profile.",
+                route=route.name, max_tokens=route.max_tokens,
             )
     if rollout is not None:
         candidate = table.targets[rollout.candidate_id]
         if is_internal and rollout.include_internal:
             return Assignment(
                 target=candidate, prompt_variant=rollout.candidate_variant, arm="candidate", reason="internal",
-                rollout_id=rollout.id, explanation="Internal users get the rollout's candidate first.", **common,
+                rollout_id=rollout.id, explanation="Internal users get the rollout's candidate first.",
+                route=route.name, max_tokens=route.max_tokens,
             )
         if user_id is not None:
             bucket = bucket_of(rollout.salt, user_id)
@@ -200,18 +202,19 @@ def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: boo
                     rollout_id=rollout.id, bucket=bucket,
                     explanation=f"Bucket {bucket} of {BUCKETS} is below the rollout's threshold {rollout.threshold} "
                     f"({rollout.percent}%).",
-                    **common,
+                    route=route.name, max_tokens=route.max_tokens,
                 )
             return Assignment(
                 target=baseline, prompt_variant=route.baseline_variant, arm="baseline", reason="baseline",
                 rollout_id=rollout.id, bucket=bucket,
                 explanation=f"Bucket {bucket} is at or above the rollout's threshold {rollout.threshold} "
                 f"({rollout.percent}%): baseline.",
-                **common,
+                route=route.name, max_tokens=route.max_tokens,
             )
     return Assignment(
         target=baseline, prompt_variant=route.baseline_variant, arm="baseline", reason="baseline",
-        explanation="No explicit choice and no active rollout: the route's baseline.", **common,
+        explanation="No explicit choice and no active rollout: the route's baseline.",
+        route=route.name, max_tokens=route.max_tokens,
     )
 
 

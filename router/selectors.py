@@ -164,8 +164,8 @@ def cost_chart(rows, *, days: int = 14) -> dict:
     return {"labels": labels, "datasets": [{"label": k, "data": [round(v, 6) for v in series[k]]} for k in sorted(series)]}
 
 
-def cost_totals(rows) -> dict:
-    totals = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cost": Decimal("0")})
+def cost_totals(rows) -> list[dict]:
+    totals: defaultdict[tuple[str, str], dict[str, int | Decimal]] = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "cost": Decimal("0")})
     for row in rows:
         total = totals[(row["route"], row["target__name"] or f"({row['provider']})")]
         for key in ("calls", "input", "output", "cache_read", "cache_write"):

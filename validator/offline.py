@@ -57,8 +57,9 @@ def _who(source: dict) -> str:
     if source.get("where") == "memory":
         return f"a memory ({source.get('name')})"
     name = f" {source['name']}" if source.get("name") else ""
+    actor = source.get("actor", "someone")
     return {"external": f"an external party{name}", "assistant": "the assistant itself",
-            "tool": "a tool result"}.get(source.get("actor"), source.get("actor", "someone"))
+            "tool": "a tool result"}.get(actor, actor)
 
 
 def decide(payload: dict) -> OfflineReply:

@@ -35,9 +35,10 @@ def decision_detail(user, decision_id) -> Decision:
 
 def history_around(decision: Decision, before: int = 8) -> list[dict]:
     """The task history the validator saw, up to the action (the last `before` events)."""
-    if decision.task_id is None:
+    task = decision.task
+    if task is None:
         return [dict(item, seq=item.get("seq") or i + 1) for i, item in enumerate(decision.history)][-before:]
-    events = decision.task.events.order_by("-seq")
+    events = task.events.order_by("-seq")
     if decision.event_seq is not None:
         events = events.filter(seq__lte=decision.event_seq)
     return [

@@ -212,10 +212,12 @@ def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
     if current is None or not current.suggested_next_step or current.task_id is None:
         raise AlreadyResolved("There is no suggestion to follow for this action.")
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.SUGGESTION_FOLLOWED)
+    task = decision.task
+    assert task is not None  # checked above; the task of a decision never changes
     lindy_services.task_event_add(
-        task=decision.task, actor=TaskEvent.Actor.USER,
+        task=task, actor=TaskEvent.Actor.USER,
         content=f"{SUGGESTION_PREFIX} instead of the blocked action ({decision.description}): "
         f"{decision.suggested_next_step}",
     )
-    runner.get().continue_task(decision.task_id)
+    runner.get().continue_task(task.pk)
     return decision

@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from lindy import tool_registry as registry
+from lindy.models import AgentTask, Team, User
+from validator.models import Decision
 
 from . import outbox, search, slack, user_channel
 
 
 @dataclass
 class ExecutionContext:
-    user: object
-    team: object
-    task: object = None
-    decision: object = None
+    user: User
+    team: Team
+    task: AgentTask | None = None
+    decision: Decision | None = None
     channel: str | None = None  # the channel the user wrote from, for direct replies
 
 

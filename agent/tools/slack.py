@@ -41,7 +41,10 @@ def post(ctx, arguments: dict, result_cls):
         return _failed(ctx, arguments, result_cls, "not_in_channel",
                        f"The assistant was not added to a Slack channel {arguments['channel']!r} in this team's "
                        "workspace; it only posts where it was added.")
-    client = web_client(channel.installation.bot_token)
+    installation = channel.installation
+    if installation is None:  # _channel only finds channels of an installation; a guard for the type
+        return _failed(ctx, arguments, result_cls, "not_installed", "Slack is not installed for this team.")
+    client = web_client(installation.bot_token)
     try:
         response = client.chat_postMessage(channel=channel.channel_id, text=arguments["text"])
     except (SlackApiError, SlackClientError, OSError) as exc:

@@ -128,6 +128,7 @@ def webhook_parse(payload: dict) -> Webhook:
     data = payload.get("data") or {}
     if not event_id or not isinstance(data, dict):
         raise MalformedEvent("event_id and data are required")
+    event: InboundEvent | DeliveryFailed | Ignored
     if event_type == "message.received":
         event = _message_received(event_id, data)
     elif event_type == "reaction.added":

@@ -43,7 +43,7 @@ def _fire_pending(conversation_id: int) -> None:
 
 
 def _message_payload(message: InboundMessage) -> dict:
-    item = {"text": message.text, "received_at": message.received_at.isoformat()}
+    item: dict[str, object] = {"text": message.text, "received_at": message.received_at.isoformat()}
     attachments = [a.as_reference() for a in message.attachments.all()]
     if attachments:
         item["attachments"] = attachments

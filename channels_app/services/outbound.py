@@ -71,7 +71,7 @@ def _result(outbound: OutboundMessage, reason: str = "") -> dict:
         "status": outbound.status,
         "sent": outbound.status == OutboundMessage.Status.SENT,
         "channel": outbound.channel,
-        "number": outbound.number.phone if outbound.number_id else "",
+        "number": outbound.number.phone if outbound.number is not None else "",
         "fallback": outbound.fallback_reason,
         "outbound_id": outbound.pk,
         "reason": reason or outbound.error,
@@ -89,7 +89,7 @@ def _try_imessage(profile: TextingProfile, number: SendingNumber, body: str) -> 
 
 
 def _sms_line(profile: TextingProfile) -> SendingNumber | None:
-    if profile.sms_number_id and profile.sms_number.active:
+    if profile.sms_number is not None and profile.sms_number.active:
         return profile.sms_number
     return pool.healthiest_number(Channel.SMS)
 
@@ -113,7 +113,7 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
 
     typing_stop(profile=profile)
     error = ""
-    number = profile.number if profile.number_id and profile.number.kind == Channel.IMESSAGE else None
+    number = profile.number if profile.number is not None and profile.number.kind == Channel.IMESSAGE else None
     if channel == Channel.SMS:
         fallback = OutboundMessage.Fallback.REQUESTED
     elif number is None or not number.active:

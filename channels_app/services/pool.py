@@ -70,7 +70,7 @@ def _health(numbers: list[SendingNumber], days: int = 7) -> dict[int, tuple[floa
         .values("number_id").annotate(s=Sum("sent"), r=Sum("received"))
     }
     sent_today = dict(NumberDay.objects.filter(number__in=numbers, day=today()).values_list("number_id", "sent"))
-    assigned = {}
+    assigned: dict[int, int] = {}
     for number_id in TextingProfile.objects.filter(number__in=numbers).values_list("number_id", flat=True):
         assigned[number_id] = assigned.get(number_id, 0) + 1
     health = {}

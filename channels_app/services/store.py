@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -86,7 +87,7 @@ def inbound_store(
             queue.DEBOUNCE_FIRE, conversation_id, version, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
         ))
         for attachment_id in attachment_ids:
-            transaction.on_commit(lambda a=attachment_id: queue.task_send_or_log(queue.ATTACHMENT_STORE, a))
+            transaction.on_commit(partial(queue.task_send_or_log, queue.ATTACHMENT_STORE, attachment_id))
     return message
 
 

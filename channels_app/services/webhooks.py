@@ -47,7 +47,7 @@ def _webhook_process(webhook: Webhook) -> str:
     if not event.to_phone and event.reaction is not None:
         # A reaction does not name the line: it came in on the one the sender's thread is on.
         profile = TextingProfile.objects.filter(phone=safe_phone(event.from_phone)).select_related("number").first()
-        if profile and profile.number_id:
+        if profile and profile.number is not None:
             event = replace(event, to_phone=profile.number.phone)
     inbound_event_store(event=event)
     return "stored"

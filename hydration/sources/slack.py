@@ -74,7 +74,8 @@ class SlackSource(Source):
                 response = client.conversations_history(
                     channel=channel.channel_id, oldest=oldest, limit=PAGE_SIZE, cursor=page_cursor, **window,
                 )
-                for message in response.get("messages", []):
+                messages: list[dict] = response.get("messages", [])
+                for message in messages:
                     ts = message.get("ts", "")
                     if ts and (lowest is None or float(ts) < float(lowest)):
                         lowest = ts

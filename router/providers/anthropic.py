@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
+from typing import Any
 
 import anthropic
 from django.conf import settings
@@ -30,7 +31,7 @@ def client() -> anthropic.Anthropic:
 
 def _system_blocks(request: CompletionRequest) -> list[dict]:
     if isinstance(request.system, str):
-        blocks = [{"type": "text", "text": request.system}] if request.system else []
+        blocks: list[dict] = [{"type": "text", "text": request.system}] if request.system else []
     else:
         blocks = copy.deepcopy(request.system)
     if request.cache and blocks:
@@ -48,7 +49,9 @@ def _tools(request: CompletionRequest) -> list[dict] | None:
 
 
 def complete(request: CompletionRequest, target=None) -> ProviderReply:
-    kwargs = {
+    # JSON-shaped request fields (the SDK's TypedDicts describe the same shapes); no `stream`,
+    # so the SDK returns one Message.
+    kwargs: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
         "messages": request.messages,
@@ -62,7 +65,7 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
     if request.tool_choice:
         kwargs["tool_choice"] = request.tool_choice
     try:
-        message = client().messages.create(**kwargs)
+        message: anthropic.types.Message = client().messages.create(**kwargs)
     except anthropic.APIError as exc:
         raise ModelError(f"{type(exc).__name__}: {exc}") from exc
     text = "".join(block.text for block in message.content if block.type == "text")

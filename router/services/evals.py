@@ -66,11 +66,14 @@ def register_request_builder(
     when given, reads a completion the way the product does ("allow", "block", or None when
     the product would refuse the output), so the eval scores what users would get."""
     _BUILDERS[route] = builder
-    for registry, value in ((_BUILDER_VARIANTS, variants), (_VERDICT_PARSERS, verdict)):
-        if value is not None:
-            registry[route] = value
-        else:
-            registry.pop(route, None)
+    if variants is not None:
+        _BUILDER_VARIANTS[route] = variants
+    else:
+        _BUILDER_VARIANTS.pop(route, None)
+    if verdict is not None:
+        _VERDICT_PARSERS[route] = verdict
+    else:
+        _VERDICT_PARSERS.pop(route, None)
 
 
 def eval_file(route: str) -> Path:
@@ -120,8 +123,8 @@ def eval_variants(route: str) -> set[str] | None:
     """The prompt variants the route's eval set can build, or None when its request builder
     decides (and did not say which it knows)."""
     if route in _BUILDERS:
-        names = _BUILDER_VARIANTS.get(route)
-        return {"default", *names()} if names else None
+        known = _BUILDER_VARIANTS.get(route)
+        return {"default", *known()} if known else None
     names = {"default", *route_variants(route)}
     for case in load_cases(route):
         names.update(case.get("variants", {}))

@@ -51,7 +51,7 @@ def evaluate(rollout: Rollout, now=None) -> dict:
         definition = scores.metric(name)
         b, c = arms.get("baseline"), arms.get("candidate")
         nb, nc = (b or {}).get("n", 0), (c or {}).get("n", 0)
-        if definition is None or nb < need or nc < need:
+        if definition is None or b is None or c is None or nb < need or nc < need:
             pending.append(f"{name}: n={nc} candidate / {nb} baseline, {need} needed per arm")
             continue
         judged += 1
@@ -118,6 +118,7 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
             )
         elif decision == "ramp":
             nxt = rollout.next_stage
+            assert nxt is not None  # evaluate() decides "ramp" only when there is a next stage
             healthy = "; ".join(result["notes"]) or "no regression"
             rollouts.rollout_ramp(
                 rollout=rollout, from_stage=rollout.stage_index,
