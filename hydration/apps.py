@@ -7,8 +7,13 @@ class HydrationConfig(AppConfig):
 
     def ready(self):
         from lindy import navigation, permissions, schedules
+        from router.routing import register_route
 
-        from . import offline  # noqa: F401  (registers the offline policies of both routes)
+        from . import agent, offline, summarizer  # noqa: F401  (offline registers the policies of both routes)
+
+        register_route(summarizer.ROUTE, owner=self.label,
+                       description="Condenses new hydration items into tagged facts.")
+        register_route(agent.ROUTE, owner=self.label, description="Edits a memory file system from the summaries.")
 
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))

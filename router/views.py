@@ -353,7 +353,7 @@ def my_model(request):
                 messages.error(request, " ".join(exc.messages))
             return redirect("router:my-model")
     choices = ModelChoice.objects.filter(user=request.user).select_related("target").order_by("route")
-    assignments = [routing.assign(name, request.user) for name in ("agent", "email.draft", "validator")]
+    assignments = [routing.assign(name, request.user) for name in sorted(routing.registered_routes())]
     status = 400 if request.method == "POST" else 200
     return render(request, "router/my_model.html", {
         "form": form, "choices": choices, "assignments": assignments, "targets": selectors.selectable_targets(),
