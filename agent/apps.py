@@ -7,10 +7,14 @@ class AgentConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
+        from router.routing import register_route
         from validator import runner
 
         from . import demo, offline  # noqa: F401  (offline registers the agent route's offline rules)
+        from .loop import ROUTE
         from .services import ActionRunner
+
+        register_route(ROUTE, owner=self.label, description="The assistant's own turns in a task.")
 
         runner.register(ActionRunner())
         core_demo.register_seeder(20, demo.seed)

@@ -26,6 +26,7 @@ from . import prompts, tools
 
 logger = logging.getLogger(__name__)
 
+ROUTE = "agent"
 MAX_TURNS = 8
 MAX_TOOL_RESULT_CHARS = 8000
 
@@ -117,7 +118,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
-    assignment = gateway.assign("agent", user)
+    assignment = gateway.assign(ROUTE, user)
     system = prompts.system_prompt(user=user, team=team, memory_text=memory.text,
                                          variant=assignment.prompt_variant)
     messages: list[dict[str, object]] = [{"role": "user", "content": prompts.history_message(task, task.events.order_by("seq"))}]
@@ -128,7 +129,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
         result.turns += 1
         try:
             completion = gateway.complete(
-                route="agent", user=user, team=team, assignment=assignment, system=system, messages=messages,
+                route=ROUTE, user=user, team=team, assignment=assignment, system=system, messages=messages,
                 tools=agent_tools, tool_choice={"type": "auto"},
             )
         except ModelError as exc:

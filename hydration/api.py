@@ -92,7 +92,7 @@ def _source_out(fs, state) -> dict:
 @router.get("/filesystems/{fs_id}/sources", response=list[SourceOut])
 def sources_list(request, fs_id: int):
     fs = _fs(request, fs_id)
-    return [_source_out(fs, s) for s in services.source_states(fs)]
+    return [_source_out(fs, s) for s in selectors.source_states(fs)]
 
 
 @router.put("/filesystems/{fs_id}/sources/{source}", response=SourceOut)

@@ -8,12 +8,19 @@ class HydrationConfig(AppConfig):
     def ready(self):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
+        from router.routing import register_route
 
         from . import (
+            agent,
             demo,
             offline,  # noqa: F401  (registers the offline policies of both routes)
             permissions,
+            summarizer,
         )
+
+        register_route(summarizer.ROUTE, owner=self.label,
+                       description="Condenses new hydration items into tagged facts.")
+        register_route(agent.ROUTE, owner=self.label, description="Edits a memory file system from the summaries.")
 
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))

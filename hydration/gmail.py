@@ -1,5 +1,10 @@
-"""The Gmail connection: OAuth 2.0 against Google (authorize URL, code exchange, refresh),
-with tokens kept on the server only, and the Gmail API reached over plain HTTP.
+"""The Gmail client: OAuth 2.0 against Google (authorize URL, code exchange, refresh), with
+tokens kept on the server only, and the Gmail API reached over plain HTTP.
+
+Connecting and disconnecting (the OAuth state rows, storing the tokens a code was exchanged
+for) are writes of hydration.services (gmail_connect_start, gmail_account_connect,
+gmail_account_disconnect); this module speaks the protocol. A refreshed access token is
+saved on the account by the client that refreshed it, during a run's fetch.
 
 A refresh that Google refuses (revoked access, `invalid_grant`) marks the account
 disconnected: a status the user fixes by connecting again, not an error retried forever.
@@ -13,10 +18,9 @@ from urllib.parse import urlencode
 
 import httpx
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from .models import GmailAccount, GmailOAuthState
+from .models import GmailAccount
 
 SCOPE = "https://www.googleapis.com/auth/gmail.readonly openid email"
 STATE_MAX_AGE = timedelta(minutes=15)
@@ -38,9 +42,12 @@ def _http() -> httpx.Client:
     return httpx.Client(timeout=settings.HYDRATION_HTTP_TIMEOUT)
 
 
-def authorize_url(*, user, redirect_uri: str) -> str:
-    state = secrets.token_urlsafe(32)
-    GmailOAuthState.objects.create(state=state, user=user)
+def new_state() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def authorize_url(*, state: str, redirect_uri: str) -> str:
+    """Google's consent page for `state` (a GmailOAuthState the caller stored)."""
     query = urlencode({
         "client_id": settings.GMAIL_CLIENT_ID, "redirect_uri": redirect_uri, "response_type": "code",
         "scope": SCOPE, "access_type": "offline", "prompt": "consent", "include_granted_scopes": "true",
@@ -62,35 +69,9 @@ def _token_request(data: dict) -> dict:
     return body
 
 
-def connect_callback(*, user, state: str, code: str, redirect_uri: str) -> GmailAccount:
-    """Check the state, exchange the code, and store the tokens for `user`."""
-    if not state or not code:
-        raise GmailError("The Gmail authorization came back without a code.")
-    with transaction.atomic():
-        row = GmailOAuthState.objects.select_for_update().filter(state=state, user=user, consumed_at=None).first()
-        if row is None or row.created_at < timezone.now() - STATE_MAX_AGE:
-            raise GmailError("This Gmail authorization link expired or was already used. Start again.")
-        row.consumed_at = timezone.now()
-        row.save(update_fields=["consumed_at"])
-    tokens = _token_request({"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri})
-    email = _profile_email(tokens["access_token"])
-    account, _ = GmailAccount.objects.get_or_create(user=user)
-    account.email = email
-    account.access_token = tokens["access_token"]
-    account.refresh_token = tokens.get("refresh_token") or account.refresh_token
-    account.token_expires_at = timezone.now() + timedelta(seconds=int(tokens.get("expires_in", 3600)))
-    account.scopes = tokens.get("scope", "")
-    account.status = GmailAccount.Status.CONNECTED
-    account.status_detail = ""
-    account.save()
-    return account
-
-
-def disconnect(*, user) -> None:
-    GmailAccount.objects.filter(user=user).update(
-        access_token="", refresh_token="", token_expires_at=None, status=GmailAccount.Status.DISCONNECTED,
-        status_detail="Disconnected by the user.",
-    )
+def exchange_code(*, code: str, redirect_uri: str) -> dict:
+    """The tokens Google gives for an authorization code (no write)."""
+    return _token_request({"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri})
 
 
 def _mark_disconnected(account: GmailAccount, detail: str) -> None:
@@ -122,7 +103,7 @@ def _api(path: str) -> str:
     return f"{settings.GMAIL_API_BASE_URL.rstrip('/')}/gmail/v1/users/me/{path.lstrip('/')}"
 
 
-def _profile_email(token: str) -> str:
+def profile_email(token: str) -> str:
     with _http() as http:
         response = http.get(_api("profile"), headers={"Authorization": f"Bearer {token}"})
     if response.status_code != 200:

@@ -12,7 +12,7 @@ from memory.models import FileChange, Revision
 
 from . import permissions
 from .models import Fact, FileSource, Item, Run, SourceState
-from .sources import SOURCES
+from .sources import SOURCES, sources_for
 
 
 def run_get(user, run_id) -> Run:
@@ -33,6 +33,14 @@ def last_run(filesystem) -> Run | None:
 
 def active_run(filesystem) -> Run | None:
     return Run.objects.filter(filesystem=filesystem, status__in=Run.ACTIVE).first()
+
+
+def source_states(filesystem) -> list[SourceState]:
+    """The file system's sources, one state each: the stored row, or for a source never run
+    nor configured an unsaved row with the defaults (on, never run). Never writes."""
+    existing = {s.source: s for s in SourceState.objects.filter(filesystem=filesystem)}
+    return [existing.get(source.kind) or SourceState(filesystem=filesystem, source=source.kind)
+            for source in sources_for(filesystem)]
 
 
 @dataclass

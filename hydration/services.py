@@ -25,8 +25,8 @@ from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
-from . import agent, summarizer
-from .models import Fact, FileSource, Item, Run, Schedule, SourceState
+from . import agent, gmail, summarizer
+from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
 logger = logging.getLogger(__name__)
@@ -35,8 +35,9 @@ Status = Run.Status
 
 # --- Sources ----------------------------------------------------------------------------------
 
-def source_states(filesystem: FileSystem) -> list[SourceState]:
-    """The file system's sources, one row each, created on first sight."""
+def source_states_ensure(*, filesystem: FileSystem) -> list[SourceState]:
+    """The file system's sources, one stored row each (created here, in a write path, for a
+    source seen for the first time). Pages read selectors.source_states, which never writes."""
     existing = {s.source: s for s in SourceState.objects.filter(filesystem=filesystem)}
     states = []
     for source in sources_for(filesystem):
@@ -92,6 +93,47 @@ def _fetch_one(run: Run, state: SourceState) -> dict:
         state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
         state.save(update_fields=["cursor", "status", "last_success_at"])
     return {"status": "ok", "items": new, "fetched": len(fetched.items)}
+
+
+# --- Gmail connection --------------------------------------------------------------------------
+
+def gmail_connect_start(*, user, redirect_uri: str) -> str:
+    """Store a one-time OAuth state for `user` and return Google's consent URL for it."""
+    state = GmailOAuthState.objects.create(state=gmail.new_state(), user=user)
+    return gmail.authorize_url(state=state.state, redirect_uri=redirect_uri)
+
+
+def gmail_account_connect(*, user, state: str, code: str, redirect_uri: str) -> GmailAccount:
+    """Consume the OAuth state, exchange the code, and store the tokens for `user`.
+    Raises gmail.GmailError (nothing stored) for a missing, forged, used or expired state."""
+    if not state or not code:
+        raise gmail.GmailError("The Gmail authorization came back without a code.")
+    with transaction.atomic():
+        row = GmailOAuthState.objects.select_for_update().filter(state=state, user=user, consumed_at=None).first()
+        if row is None or row.created_at < timezone.now() - gmail.STATE_MAX_AGE:
+            raise gmail.GmailError("This Gmail authorization link expired or was already used. Start again.")
+        row.consumed_at = timezone.now()
+        row.save(update_fields=["consumed_at"])
+    tokens = gmail.exchange_code(code=code, redirect_uri=redirect_uri)
+    email = gmail.profile_email(tokens["access_token"])
+    account, _ = GmailAccount.objects.get_or_create(user=user)
+    account.email = email
+    account.access_token = tokens["access_token"]
+    account.refresh_token = tokens.get("refresh_token") or account.refresh_token
+    account.token_expires_at = timezone.now() + timedelta(seconds=int(tokens.get("expires_in", 3600)))
+    account.scopes = tokens.get("scope", "")
+    account.status = GmailAccount.Status.CONNECTED
+    account.status_detail = ""
+    account.save()
+    return account
+
+
+def gmail_account_disconnect(*, user) -> int:
+    """Delete the user's Gmail tokens; the account stays, marked disconnected."""
+    return GmailAccount.objects.filter(user=user).update(
+        access_token="", refresh_token="", token_expires_at=None, status=GmailAccount.Status.DISCONNECTED,
+        status_detail="Disconnected by the user.",
+    )
 
 
 # --- Runs -------------------------------------------------------------------------------------
@@ -218,7 +260,7 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
     fs = run.filesystem
     user, team = _actors(fs)
     run.sources = {}
-    for state in source_states(fs):
+    for state in source_states_ensure(filesystem=fs):
         if not state.enabled:
             run.sources[state.source] = {"status": "off", "items": 0}
             continue

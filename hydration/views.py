@@ -48,14 +48,14 @@ def home(request):
     rows = []
     for fs in memory_selectors.filesystems_for(request.user):
         rows.append({"fs": fs, "last": selectors.last_run(fs), "can_run": permissions.can_run_hydration(request.user, fs),
-                     "states": services.source_states(fs)})
+                     "states": selectors.source_states(fs)})
     return render(request, "hydration/home.html", {"rows": rows})
 
 
 @login_required
 def filesystem(request, fs_id):
     fs = _fs(request, fs_id)
-    states = services.source_states(fs)
+    states = selectors.source_states(fs)
     page = Paginator(selectors.runs_for(fs), RUNS_PAGE_SIZE).get_page(request.GET.get("page"))
     gmail_account = None
     if fs.kind == FileSystem.Kind.USER and fs.owner_id == request.user.pk:
@@ -167,7 +167,7 @@ def gmail_connect(request):
     if not gmail.configured():
         messages.error(request, "Gmail is not set up on this server (GMAIL_CLIENT_ID and GMAIL_CLIENT_SECRET).")
         return redirect(_own_fs_url(request.user))
-    return redirect(gmail.authorize_url(user=request.user, redirect_uri=_redirect_uri(request)))
+    return redirect(services.gmail_connect_start(user=request.user, redirect_uri=_redirect_uri(request)))
 
 
 @login_required
@@ -178,8 +178,9 @@ def gmail_callback(request):
         messages.error(request, f"Gmail was not connected: {request.GET['error'][:100]}.")
         return redirect(_own_fs_url(request.user))
     try:
-        account = gmail.connect_callback(user=request.user, state=request.GET.get("state", ""),
-                                         code=request.GET.get("code", ""), redirect_uri=_redirect_uri(request))
+        account = services.gmail_account_connect(
+            user=request.user, state=request.GET.get("state", ""), code=request.GET.get("code", ""),
+            redirect_uri=_redirect_uri(request))
     except gmail.GmailError as exc:
         messages.error(request, str(exc))
         return redirect(_own_fs_url(request.user))
@@ -192,6 +193,6 @@ def gmail_callback(request):
 def gmail_disconnect(request):
     if not permissions.can_connect_gmail(request.user):
         raise Http404("Memory belongs to team members.")
-    gmail.disconnect(user=request.user)
+    services.gmail_account_disconnect(user=request.user)
     messages.success(request, "Gmail disconnected: its tokens were deleted.")
     return redirect(_own_fs_url(request.user))

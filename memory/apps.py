@@ -8,6 +8,7 @@ class MemoryConfig(AppConfig):
     def ready(self):
         from lindy import demo as core_demo
         from lindy import navigation
+        from router.routing import register_route
 
         from . import (
             demo,
@@ -17,3 +18,6 @@ class MemoryConfig(AppConfig):
 
         navigation.register(navigation.NavItem("memory", "Memory", "memory:home", permissions.can_use_memory, order=10))
         core_demo.register_seeder(10, demo.seed)
+        # gateway.count_tokens' route: the verifier's budgets are memory's.
+        register_route("memory.count_tokens", owner=self.label,
+                       description="Counts the tokens of memory files against their budgets.")

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from .models import (
+    AuditEvent,
     CallScore,
     EvalRun,
     ModelCall,
@@ -14,43 +15,40 @@ from .models import (
 )
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never written here: the Models pages change these through router.services, which
+    record every change as an AuditEvent (who, when, before, after)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Provider)
-class ProviderAdmin(admin.ModelAdmin):
+class ProviderAdmin(ReadOnlyAdmin):
     list_display = ["name", "kind", "base_url", "api_key_env"]
 
 
 @admin.register(Target)
-class TargetAdmin(admin.ModelAdmin):
+class TargetAdmin(ReadOnlyAdmin):
     list_display = ["name", "provider", "host", "model", "quantization", "input_price", "output_price", "user_selectable"]
     list_filter = ["provider", "host"]
     search_fields = ["name", "model"]
 
 
 @admin.register(Route)
-class RouteAdmin(admin.ModelAdmin):
+class RouteAdmin(ReadOnlyAdmin):
     list_display = ["name", "baseline", "baseline_variant", "max_tokens", "updated_at"]
     list_select_related = ["baseline"]
 
-    def get_readonly_fields(self, request, obj=None):
-        # The baseline arm of a running rollout is the baseline it started from (as on the route page).
-        if obj is not None and obj.rollouts.filter(status__in=Rollout.ACTIVE).exists():
-            return ["name", "baseline", "baseline_variant"]
-        return []
-
-    def has_delete_permission(self, request, obj=None):
-        # Deleting a route would delete its rollouts and their history of changes with it.
-        if obj is not None and obj.rollouts.exists():
-            return False
-        return super().has_delete_permission(request, obj)
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
-
 
 @admin.register(PromptVariant)
-class PromptVariantAdmin(admin.ModelAdmin):
+class PromptVariantAdmin(ReadOnlyAdmin):
     list_display = ["route", "name", "description"]
     list_select_related = ["route"]
 
@@ -110,3 +108,13 @@ class ModelCallAdmin(admin.ModelAdmin):
     list_select_related = ["user"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in ModelCall._meta.fields]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "actor", "action", "object_type", "object_id", "object_repr"]
+    list_filter = ["action", "object_type"]
+    list_select_related = ["actor"]
+    date_hierarchy = "created_at"
+    readonly_fields = ("created_at", "actor", "action", "object_type", "object_id", "object_repr", "before", "after")
+    fields = readonly_fields

@@ -1,9 +1,11 @@
 """Demo data for the Models pages: a cheaper OpenAI-compatible target on an "atlas" host, an
-active rollout of email.draft to it, an earlier rollout that was rolled back, and two weeks
-of recorded calls with online eval scores so the charts have something to show.
+active rollout of the validator route to it (with the validator's own `terse` prompt), an
+earlier rollout of the agent route that was rolled back, and two weeks of recorded calls
+with online judge scores so the charts have something to show.
 
-The calls are synthetic (the demo runs with no network); their token counts and costs follow
-each target's prices. Idempotent: a second run changes nothing.
+Only routes the product calls get data: the calls are synthetic (the demo runs with no
+network) but their routes, prompt variants and metrics are the ones the running code uses;
+token counts and costs follow each target's prices. Idempotent: a second run changes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from decimal import Decimal
 from django.db.models import Case, DateTimeField, Value, When
 from django.utils import timezone
 
-from . import routing
+from . import routing, services
 from .models import CallScore, ModelCall, PromptVariant, Provider, Rollout, RolloutEvent, Route, Target
 from .types import Usage
 
@@ -23,12 +25,12 @@ DAYS = 14
 # route -> (calls per day, typical input tokens, typical output tokens, cache-read share)
 TRAFFIC = {
     "agent": (40, 6000, 400, 0.7),
-    "validator": (25, 7000, 120, 0.85),
-    "email.draft": (30, 3000, 350, 0.5),
+    "validator": (30, 7000, 120, 0.85),
     "memory.summarize": (8, 12000, 900, 0.0),
     "memory.agent": (6, 15000, 1500, 0.4),
-    "learner.judge": (5, 4000, 200, 0.3),
 }
+ROLLOUT_ROUTE = "validator"
+CANDIDATE_VARIANT = "terse"  # one of validator.prompts.VARIANTS
 STAGES = [
     {"percent": 1, "min_hours": 24, "min_samples": 20},
     {"percent": 5, "min_hours": 24, "min_samples": 30},
@@ -44,10 +46,11 @@ def _hosts() -> dict[str, Provider]:
         ("atlas", "https://api.atlascloud.ai/v1", "ATLAS_API_KEY"),
         ("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
     ]
-    return {
-        name: Provider.objects.get_or_create(name=name, defaults={"kind": "openai", "base_url": url, "api_key_env": env})[0]
-        for name, url, env in specs
-    }
+    hosts = {}
+    for name, url, env in specs:
+        hosts[name] = (Provider.objects.filter(name=name).first()
+                       or services.provider_create(name=name, kind="openai", base_url=url, api_key_env=env, actor=None))
+    return hosts
 
 
 def _targets(hosts) -> dict[str, Target]:
@@ -58,11 +61,11 @@ def _targets(hosts) -> dict[str, Target]:
     ]
     out = {}
     for name, host, model, quant, inp, outp, cw, cr, selectable in specs:
-        out[name] = Target.objects.get_or_create(name=name, defaults={
-            "provider": "openai", "host": hosts[host], "model": model, "quantization": quant,
-            "input_price": Decimal(inp), "output_price": Decimal(outp), "cache_write_price": Decimal(cw),
-            "cache_read_price": Decimal(cr), "user_selectable": selectable,
-        })[0]
+        out[name] = Target.objects.filter(name=name).first() or services.target_create(
+            name=name, provider="openai", host=hosts[host], model=model, quantization=quant,
+            input_price=Decimal(inp), output_price=Decimal(outp), cache_write_price=Decimal(cw),
+            cache_read_price=Decimal(cr), user_selectable=selectable, actor=None,
+        )
     return out
 
 
@@ -88,24 +91,24 @@ def _rollouts(ctx, targets, now) -> Rollout:
         _event(kimi, "ramped", 1, 5, "Guardrail: stage 1% held for its minimum duration with 24 scored candidate "
                "calls; judge.quality: candidate 0.790 vs baseline 0.810. Next stage 5%.", now - timedelta(days=25))
         _event(kimi, "rolled_back", 5, 0, "Guardrail: candidate worse than baseline: judge.quality: candidate 0.610 "
-               "vs baseline 0.810 (higher is better, margin 0.05, n=41/377); draft.heavy_edit: candidate 0.420 vs "
-               "baseline 0.180 (lower is better, margin 0.05, n=33/290).", now - timedelta(days=21))
+               "vs baseline 0.810 (higher is better, margin 0.05, n=41/377).", now - timedelta(days=21))
 
-    email = Route.objects.get(name="email.draft")
-    PromptVariant.objects.get_or_create(route=email, name="flash-tuned", defaults={
-        "description": "Shorter instructions and two voice examples; tuned against the email.draft eval set."})
-    rollout = Rollout.objects.filter(route=email, status__in=Rollout.ACTIVE).first()
+    routed = Route.objects.get(name=ROLLOUT_ROUTE)
+    if not PromptVariant.objects.filter(route=routed, name=CANDIDATE_VARIANT).exists():
+        services.prompt_variant_create(route=routed, name=CANDIDATE_VARIANT, actor=ops,
+                                       description="The validator's terse instructions (validator/prompts.py).")
+    rollout = Rollout.objects.filter(route=routed, status__in=Rollout.ACTIVE).first()
     if rollout is None:
         started = now - timedelta(days=12)
         rollout = Rollout.objects.create(
-            route=email, baseline_id=email.baseline_id, baseline_variant=email.baseline_variant,
-            candidate=targets["deepseek-v4-flash-atlas"], candidate_variant="flash-tuned", stages=STAGES,
-            stage_index=2, percent=Decimal("10"), salt="demo-flash-email-draft", created_by=ops,
+            route=routed, baseline_id=routed.baseline_id, baseline_variant=routed.baseline_variant,
+            candidate=targets["deepseek-v4-flash-atlas"], candidate_variant=CANDIDATE_VARIANT, stages=STAGES,
+            stage_index=2, percent=Decimal("10"), salt="demo-flash-validator", created_by=ops,
             stage_started_at=now - timedelta(days=5),
         )
         Rollout.objects.filter(pk=rollout.pk).update(created_at=started)
         _event(rollout, "started", 0, 1, "Started by ops@lindy.test: internal users and 1% of everyone else move to "
-               "deepseek-v4-flash-atlas with prompt variant 'flash-tuned'.", started, ops)
+               f"deepseek-v4-flash-atlas with prompt variant {CANDIDATE_VARIANT!r}.", started, ops)
         _event(rollout, "ramped", 1, 5, "Guardrail: stage 1% held for its minimum duration with 26 scored candidate "
                "calls; judge.quality: candidate 0.812 vs baseline 0.805 (higher is better, margin 0.05, n=31/240). "
                "Next stage 5%.", now - timedelta(days=9))
@@ -142,13 +145,13 @@ def _calls(ctx, rollout, now) -> None:
                 at = now - timedelta(days=day - 1, hours=rng.uniform(0, 23), minutes=rng.uniform(0, 59))
                 user = rng.choice(people)
                 arm, target, rollout_id, variant = "baseline", baselines[route], None, "default"
-                if route == "email.draft" and at >= rollout.created_at:
+                if route == ROLLOUT_ROUTE and at >= rollout.created_at:
                     rollout_id = rollout.pk
                     # The same rule as live routing: internal users first, then the sticky bucket.
                     on = user.is_internal or routing.on_candidate(routing.bucket_of(rollout.salt, user.pk),
                                                                   _percent_at(steps, at))
                     if on:
-                        arm, target, variant = "candidate", candidate, "flash-tuned"
+                        arm, target, variant = "candidate", candidate, CANDIDATE_VARIANT
                 total_in = int(tokens_in * rng.uniform(0.6, 1.4))
                 read = int(total_in * cached)
                 out = int(tokens_out * rng.uniform(0.5, 1.5))
@@ -174,9 +177,6 @@ def _calls(ctx, rollout, now) -> None:
             base = 0.81 if call.arm == "baseline" else 0.80
             scores.append(CallScore(call=call, metric="judge.quality", value=round(min(1, max(0, rng.gauss(base, 0.1))), 2),
                                     source="router.online_eval"))
-        if rng.random() < 0.4:
-            heavy = rng.random() < (0.17 if call.arm == "baseline" else 0.19)
-            scores.append(CallScore(call=call, metric="draft.heavy_edit", value=1.0 if heavy else 0.0, source="learner"))
     CallScore.objects.bulk_create(scores, ignore_conflicts=True)
 
 
@@ -185,7 +185,7 @@ def _evals(targets) -> None:
     from .offline import policy_for
     from .services import evals
 
-    for route in ("validator", "email.draft"):
+    for route in (ROLLOUT_ROUTE,):
         if not evals.has_eval_set(route) or policy_for(route) is None:
             continue
         route_obj = Route.objects.get(name=route)

@@ -1,13 +1,15 @@
 from typing import cast
 
 from django import forms
-from django.core.exceptions import ValidationError
 
 from .models import PromptVariant, Provider, Route, Target, default_stages
+from .services.config import provider_check, target_check
 from .services.rollouts import parse_stages, stages_text
 
 
 class TargetForm(forms.ModelForm):
+    """Parses and checks a new target; router.services.target_create writes it."""
+
     class Meta:
         model = Target
         fields = ["name", "provider", "host", "model", "quantization", "input_price", "output_price",
@@ -15,15 +17,14 @@ class TargetForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        if data.get("provider") == "openai" and not data.get("host"):
-            raise ValidationError("An OpenAI-compatible target needs a provider host (base URL and key variable).")
-        host = data.get("host")
-        if host and data.get("provider") and host.kind != data["provider"]:
-            raise ValidationError(f"Host {host.name} serves {host.get_kind_display()}, not {data['provider']}.")
+        if data.get("provider"):
+            target_check(provider=data["provider"], host=data.get("host"))
         return data
 
 
 class ProviderForm(forms.ModelForm):
+    """Parses and checks a new provider; router.services.provider_create writes it."""
+
     base_url = forms.URLField(required=False, assume_scheme="https",
                               help_text="e.g. https://api.example.com/v1 (chat completions host).")
     class Meta:
@@ -33,11 +34,8 @@ class ProviderForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        if data.get("kind") == "openai" and not data.get("base_url"):
-            raise ValidationError("An OpenAI-compatible provider needs a base URL.")
-        env = data.get("api_key_env", "")
-        if env and not env.replace("_", "").isalnum():
-            raise ValidationError("The key variable is an environment variable name, like ATLAS_API_KEY.")
+        provider_check(kind=data.get("kind", ""), base_url=data.get("base_url", ""),
+                       api_key_env=data.get("api_key_env", ""))
         return data
 
 

@@ -1,5 +1,6 @@
-"""Offline rules for the routes the router owns: the online judge, and email.draft (no app in
-this codebase drafts email yet; the route, its eval set and its demo rollout live here).
+"""Offline rules: the online judge (a route the router owns), and a reference drafter for
+the `email.draft` eval set. No app drafts email yet, so no app registers that route and the
+demo writes nothing for it; the drafting app will register it and take these over.
 
 Without a model the judge cannot read meaning, so its rule is deliberately plain: an answer
 with content (text or a tool call) scores 8, an empty one 2. It keeps the guardrail loop

@@ -52,18 +52,31 @@ DEFAULT_TARGETS: list[dict[str, Any]] = [
 ]
 DEFAULT_TARGET = "claude-sonnet-4-6-anthropic"
 
-# The routes the product calls, with what they are for.
-KNOWN_ROUTES = {
-    "agent": "The assistant's own turns in a task.",
-    "validator": "Checks an action's justification before it reaches a third party.",
-    "memory.summarize": "Condenses new hydration items into tagged facts.",
-    "memory.agent": "Edits a memory file system from the summaries.",
-    "memory.count_tokens": "Counts the tokens of memory files against their budgets.",
-    "learner.propose": "Proposes edits to a user's drafting context.",
-    "learner.judge": "Judges which draft is closer to the email really sent.",
-    "email.draft": "Drafts email replies in the user's voice.",
-    "router.online_eval": "Scores a sample of live calls for rollout guardrails.",
-}
+# The routes the product calls. Each is registered by the app that owns it, from its
+# AppConfig.ready(), with register_route(); ensure_defaults() creates the registered routes.
+_ROUTES: dict[str, RouteSpec] = {}
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    name: str
+    description: str
+    owner: str  # the app label that calls the route
+
+
+def register_route(name: str, *, description: str, owner: str) -> RouteSpec:
+    """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
+    for one name is a programming error."""
+    spec = RouteSpec(name=name, description=description, owner=owner)
+    current = _ROUTES.get(name)
+    if current is not None and current.owner != owner:
+        raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
+    _ROUTES[name] = spec
+    return spec
+
+
+def registered_routes() -> dict[str, RouteSpec]:
+    return dict(_ROUTES)
 
 
 @dataclass(frozen=True)
@@ -297,8 +310,8 @@ def _bump() -> None:
 
 
 def ensure_defaults() -> None:
-    """Create the default providers, targets, the known routes and their `default` prompt
-    variant if missing. Idempotent."""
+    """Create the default providers, targets, the registered routes and their `default`
+    prompt variant if missing. Idempotent."""
     from .models import PromptVariant, Provider, Route, Target
 
     with transaction.atomic():
@@ -313,8 +326,9 @@ def ensure_defaults() -> None:
             if target.host_id is None:
                 Target.objects.filter(pk=target.pk).update(host=hosts[spec["host"]])
         default = Target.objects.get(name=DEFAULT_TARGET)
-        for name, description in KNOWN_ROUTES.items():
-            route, _ = Route.objects.get_or_create(name=name, defaults={"description": description, "baseline": default})
+        for name, route_spec in _ROUTES.items():
+            route, _ = Route.objects.get_or_create(
+                name=name, defaults={"description": route_spec.description, "baseline": default})
             PromptVariant.objects.get_or_create(route=route, name="default", defaults={"description": "The app's own prompt."})
     invalidate()
 

@@ -11,9 +11,25 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from . import permissions
-from .models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
+from .models import AuditEvent, CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
 
 ARMS = ("baseline", "candidate")
+AUDIT_LIMIT = 20
+
+
+def route_audit_events(route: Route, limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
+    """The latest configuration changes of a route and of its prompt variants."""
+    variant_ids = [str(pk) for pk in route.variants.values_list("pk", flat=True)]
+    return list(
+        AuditEvent.objects.filter(Q(object_type="route", object_id=str(route.pk))
+                                  | Q(object_type="prompt_variant", object_id__in=variant_ids))
+        .select_related("actor")[:limit]
+    )
+
+
+def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
+    """The latest changes to targets and providers."""
+    return list(AuditEvent.objects.filter(object_type__in=("target", "provider")).select_related("actor")[:limit])
 
 
 def arm_calls(rollout: Rollout) -> dict:

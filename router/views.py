@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -25,6 +27,7 @@ from .forms import (
 )
 from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
+from .services.config import CONFLICT
 from .services.rollouts import stages_text
 
 PAGE_SIZE = 25
@@ -70,6 +73,7 @@ def _route_context(route, **forms):
         "variant_form": forms.get("variant_form") or VariantForm(),
         "eval_form": forms.get("eval_form") or EvalRunForm(route=route),
         "rollout_form": forms.get("rollout_form") or RolloutForm(route=route),
+        "audit_events": selectors.route_audit_events(route),
     }
 
 
@@ -78,6 +82,10 @@ def _eval_variants(route: str) -> list[str]:
         return sorted(eval_service.eval_variants(route) or []) if eval_service.has_eval_set(route) else []
     except ValidationError:
         return []
+
+
+def _conflict(exc: ValidationError) -> bool:
+    return any(error.code == CONFLICT for error in getattr(exc, "error_list", []))
 
 
 def _invalid(request, route, status=400, **forms):
@@ -92,12 +100,12 @@ def route_baseline(request, name: str):
     form = BaselineForm(request.POST, route=route)
     if not form.is_valid():
         return _invalid(request, route, baseline_form=form)
-    if Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).exists():
-        form.add_error(None, "Finish, roll back or complete the active rollout before changing the baseline.")
-        return _invalid(request, route, status=409, baseline_form=form)
-    route.baseline = form.cleaned_data["baseline"]
-    route.baseline_variant = form.cleaned_data["baseline_variant"]
-    route.save()
+    try:
+        route = services.route_baseline_set(route=route, baseline=form.cleaned_data["baseline"],
+                                            baseline_variant=form.cleaned_data["baseline_variant"], actor=request.user)
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return _invalid(request, route, status=409 if _conflict(exc) else 400, baseline_form=form)
     messages.success(request, f"{route.name} now runs on {route.baseline.name} ({route.baseline_variant}).")
     return redirect("router:route", name=route.name)
 
@@ -110,10 +118,11 @@ def route_variant_add(request, name: str):
     form = VariantForm(request.POST)
     if not form.is_valid():
         return _invalid(request, route, variant_form=form)
-    _, created = PromptVariant.objects.get_or_create(
-        route=route, name=form.cleaned_data["name"], defaults={"description": form.cleaned_data["description"]})
-    if not created:
-        form.add_error("name", "This route already has a variant of that name.")
+    try:
+        services.prompt_variant_create(route=route, name=form.cleaned_data["name"],
+                                       description=form.cleaned_data["description"], actor=request.user)
+    except ValidationError as exc:
+        form.add_error(None, exc)
         return _invalid(request, route, variant_form=form)
     messages.success(request, f"Prompt variant {form.cleaned_data['name']!r} added to {route.name}.")
     return redirect("router:route", name=route.name)
@@ -185,7 +194,7 @@ def rollout_stages(request, rollout_id: int):
     return redirect("router:rollout", rollout_id=rollout.pk)
 
 
-ROLLOUT_ACTIONS = {
+ROLLOUT_ACTIONS: dict[str, Callable[..., object]] = {
     "pause": services.rollout_pause,
     "resume": services.rollout_resume,
     "roll-back": services.rollout_roll_back,
@@ -233,6 +242,7 @@ def _targets_context(**forms):
         "providers": Provider.objects.order_by("name"),
         "target_form": forms.get("target_form") or TargetForm(),
         "provider_form": forms.get("provider_form") or ProviderForm(),
+        "audit_events": selectors.target_audit_events(),
     }
 
 
@@ -243,7 +253,11 @@ def target_create(request):
     form = TargetForm(request.POST)
     if not form.is_valid():
         return render(request, "router/targets.html", _targets_context(target_form=form), status=400)
-    target = form.save()
+    try:
+        target = services.target_create(**form.cleaned_data, actor=request.user)
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return render(request, "router/targets.html", _targets_context(target_form=form), status=400)
     messages.success(request, f"Target {target.name} added.")
     return redirect("router:targets")
 
@@ -255,7 +269,11 @@ def provider_create(request):
     form = ProviderForm(request.POST)
     if not form.is_valid():
         return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
-    provider = form.save()
+    try:
+        provider = services.provider_create(**form.cleaned_data, actor=request.user)
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
     messages.success(request, f"Provider {provider.name} added.")
     return redirect("router:targets")
 
@@ -335,7 +353,7 @@ def my_model(request):
                 messages.error(request, " ".join(exc.messages))
             return redirect("router:my-model")
     choices = ModelChoice.objects.filter(user=request.user).select_related("target").order_by("route")
-    assignments = [routing.assign(name, request.user) for name in ("agent", "email.draft", "validator")]
+    assignments = [routing.assign(name, request.user) for name in sorted(routing.registered_routes())]
     status = 400 if request.method == "POST" else 200
     return render(request, "router/my_model.html", {
         "form": form, "choices": choices, "assignments": assignments, "targets": selectors.selectable_targets(),

@@ -7,11 +7,16 @@ class ValidatorConfig(AppConfig):
 
     def ready(self):
         from lindy import navigation
+        from router.routing import register_route
         from router.services.evals import register_request_builder
 
         from . import offline, permissions, prompts  # noqa: F401  (offline registers the validator's offline rules)
         from .evals import build_eval_request, eval_verdict
         from .selectors import blocked_count
+        from .services import ROUTE
+
+        register_route(ROUTE, owner=self.label,
+                       description="Checks an action's justification before it reaches a third party.")
 
         navigation.register(navigation.NavItem(
             "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,

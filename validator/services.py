@@ -21,6 +21,7 @@ from .verdict import MalformedVerdict, parse_completion
 
 logger = logging.getLogger(__name__)
 
+ROUTE = "validator"
 MAX_STORED_HISTORY = 200
 # Starts the user's instruction when they send a suggestion back to the task.
 SUGGESTION_PREFIX = "Follow the validator's suggestion"
@@ -106,13 +107,13 @@ def check(
         return decision
 
     # The prompt is built for the variant the router serves this user (prompt rollouts).
-    assignment = gateway.assign("validator", user)
+    assignment = gateway.assign(ROUTE, user)
     request = validation_request(
         tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,
         history=history, documents=documents, variant=assignment.prompt_variant, effect=effect,
     )
     try:
-        completion = gateway.complete(route="validator", user=user, team=team, assignment=assignment, **request)
+        completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment, **request)
     except ModelError as exc:
         _fail(decision, f"The validator model call failed: {exc}")
         decision.save()

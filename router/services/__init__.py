@@ -1,6 +1,14 @@
-"""Every write of the router: rollouts, guardrails, explicit choices, scores, evals."""
+"""Every write of the router: configuration (audited), rollouts, guardrails, explicit choices,
+scores, evals."""
 
+from .audit import audit_event_record
 from .choices import model_choice_clear, model_choice_set
+from .config import (
+    prompt_variant_create,
+    provider_create,
+    route_baseline_set,
+    target_create,
+)
 from .evals import eval_run_create, eval_run_execute
 from .guardrails import check_all as guardrails_check_all
 from .guardrails import rollout_check
@@ -16,7 +24,8 @@ from .rollouts import (
 from .scores import call_score_record, register_metric
 
 __all__ = [
-    "call_score_record", "eval_run_create", "eval_run_execute", "guardrails_check_all", "model_choice_clear",
-    "model_choice_set", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
-    "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start",
+    "audit_event_record", "call_score_record", "eval_run_create", "eval_run_execute", "guardrails_check_all", "model_choice_clear",
+    "model_choice_set", "prompt_variant_create", "provider_create", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
+    "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start", "route_baseline_set",
+    "target_create",
 ]

@@ -4,7 +4,7 @@ A metric is a number in [0, 1] about one call, with a direction. Apps report out
 signals against the call that produced the thing being judged:
 
     from router.services import call_score_record
-    call_score_record(call_id=completion.call_id, metric="draft.heavy_edit", value=1.0, source="learner")
+    call_score_record(call_id=agent_call_id, metric="validator.blocked", value=1.0, source="validator")
 
 New metrics are declared once (in AppConfig.ready) with register_metric(). The guardrail job
 compares arms on "goodness" (the value, or 1 - value when lower is better).
@@ -47,7 +47,6 @@ def metrics() -> list[Metric]:
 
 
 register_metric("judge.quality", higher_is_better=True, label="Online judge score of a sampled call")
-register_metric("draft.heavy_edit", higher_is_better=False, label="Draft heavily edited before sending")
 register_metric("validator.blocked", higher_is_better=False, label="Agent action blocked by the validator")
 register_metric("user.feedback", higher_is_better=True, label="User feedback (1 good, 0 bad)")
 

@@ -103,7 +103,7 @@ def test_sources_page_configures_sources(cast):
     assert client.post(f"/hydration/{fs.pk}/sources/nonsense", {"enabled": "on"}).status_code == 404
     assert client.get(f"/hydration/{fs.pk}/sources/meetings").status_code == 405
     team = team_fs(cast.team)
-    services.source_states(team)
+    services.source_states_ensure(filesystem=team)
     assert client_for(cast.admin).post(f"/hydration/{team.pk}/sources/gmail", {"enabled": "on"}).status_code == 404
     assert client.post(f"/hydration/{team.pk}/sources/meetings", {"enabled": "off"}).status_code == 403
     assert SourceState.objects.get(filesystem=team, source="meetings").enabled is True

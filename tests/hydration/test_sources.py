@@ -9,7 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from hydration import gmail as gmail_service
-from hydration import services
+from hydration import selectors, services
 from hydration.models import GmailAccount, Item, SourceState
 from hydration.sources import NotConnected
 from hydration.sources.gmail import GmailSource
@@ -212,7 +212,7 @@ def test_gmail_revoked_access_is_a_disconnected_status_not_an_error(cast, gmail)
 
 def test_gmail_is_for_user_memory_only(cast):
     assert not GmailSource().applies_to(team_fs(cast.team))
-    assert "gmail" not in {s.source for s in services.source_states(team_fs(cast.team))}
+    assert "gmail" not in {s.source for s in selectors.source_states(team_fs(cast.team))}
 
 
 def test_gmail_oauth_connect_stores_tokens_server_side(cast, gmail):
@@ -246,10 +246,10 @@ def test_gmail_oauth_connect_stores_tokens_server_side(cast, gmail):
 
 
 def test_gmail_service_rejects_a_bad_code(cast, gmail):
-    url = gmail_service.authorize_url(user=cast.member, redirect_uri="http://testserver/cb")
+    url = services.gmail_connect_start(user=cast.member, redirect_uri="http://testserver/cb")
     state = url.split("state=")[1]
     with pytest.raises(gmail_service.GmailError):
-        gmail_service.connect_callback(user=cast.member, state=state, code="bad", redirect_uri="http://testserver/cb")
+        services.gmail_account_connect(user=cast.member, state=state, code="bad", redirect_uri="http://testserver/cb")
     assert not GmailAccount.objects.filter(user=cast.member).exists()
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from router import offline
+from router import offline, routing
 
 
 @pytest.fixture
@@ -14,3 +14,12 @@ def offline_rule():
     yield register
     offline._POLICIES.clear()
     offline._POLICIES.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def route_registry():
+    """Routes a test registers (tests.router.helpers.route) are forgotten after it."""
+    saved = dict(routing._ROUTES)
+    yield
+    routing._ROUTES.clear()
+    routing._ROUTES.update(saved)

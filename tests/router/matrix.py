@@ -4,9 +4,9 @@ from tests.router.helpers import cheap_target, route, variant
 
 
 def rollout_id(cast) -> int:
-    email_draft = route("email.draft")
-    variant(email_draft, "default")
-    return rollouts.rollout_start(route=email_draft, candidate=cheap_target()).pk
+    agent = route("agent")
+    variant(agent, "default")
+    return rollouts.rollout_start(route=agent, candidate=cheap_target()).pk
 
 
 def eval_run_id(cast) -> int:

@@ -70,12 +70,12 @@ def test_routes_list(cast, rollout, api_for):
 def test_score_endpoint(cast, rollout, api_for):
     call = ModelCall.objects.create(route="email.draft", provider="offline", model="m", rollout=rollout, arm="candidate")
     api = api_for(cast.superuser)
-    ok = api.post(f"/api/router/calls/{call.pk}/scores", {"metric": "draft.heavy_edit", "value": 1, "source": "learner"})
-    assert ok.status_code == 201 and ok.json()["metric"] == "draft.heavy_edit"
+    ok = api.post(f"/api/router/calls/{call.pk}/scores", {"metric": "validator.blocked", "value": 1, "source": "validator"})
+    assert ok.status_code == 201 and ok.json()["metric"] == "validator.blocked"
     assert api.post(f"/api/router/calls/{call.pk}/scores", {"metric": "nope", "value": 1}).status_code == 422
-    assert api.post(f"/api/router/calls/{call.pk}/scores", {"metric": "draft.heavy_edit", "value": 7}).status_code == 422
+    assert api.post(f"/api/router/calls/{call.pk}/scores", {"metric": "validator.blocked", "value": 7}).status_code == 422
     assert api.post(f"/api/router/calls/{call.pk}/scores", raw="{not json").status_code in (400, 422)
-    assert api.post("/api/router/calls/999999/scores", {"metric": "draft.heavy_edit", "value": 1}).status_code == 404
+    assert api.post("/api/router/calls/999999/scores", {"metric": "validator.blocked", "value": 1}).status_code == 404
     assert api_for(cast.admin).post(f"/api/router/calls/{call.pk}/scores",
-                                    {"metric": "draft.heavy_edit", "value": 0}).status_code == 404
+                                    {"metric": "validator.blocked", "value": 0}).status_code == 404
     assert CallScore.objects.get().value == 1

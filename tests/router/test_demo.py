@@ -1,7 +1,8 @@
 import pytest
 
 from lindy import demo
-from router.models import EvalRun, ModelCall, Rollout, RolloutEvent
+from router import routing
+from router.models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route
 from router.services import evals
 from tests.conftest import client_for
 
@@ -13,14 +14,18 @@ def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_quer
     ctx = demo.seed()
     calls, events = ModelCall.objects.count(), RolloutEvent.objects.count()
     assert calls > 1000
-    rollout = Rollout.objects.get(route__name="email.draft", status="running")
+    rollout = Rollout.objects.get(route__name="validator", status="running")
     assert rollout.percent == 10 and rollout.candidate.name == "deepseek-v4-flash-atlas"
     assert Rollout.objects.get(route__name="agent").status == "rolled_back"
-    # The candidate's prompt variant is one the email.draft eval set really builds, and was evaluated.
-    runs = {(r.target.name, r.variant): r for r in EvalRun.objects.filter(route__name="email.draft")}
+    # The candidate's prompt variant is one the validator's eval set really builds, and was evaluated.
+    runs = {(r.target.name, r.variant): r for r in EvalRun.objects.filter(route__name="validator")}
     tuned = runs[("deepseek-v4-flash-atlas", rollout.candidate_variant)]
-    assert rollout.candidate_variant in evals.eval_variants("email.draft")
-    assert (tuned.status, tuned.total, tuned.errors) == ("done", 3, 0)
+    assert rollout.candidate_variant in evals.eval_variants("validator")
+    assert (tuned.status, tuned.total, tuned.errors) == ("done", 14, 0)
+    # Only routes and metrics the product uses get data: no drafting, no learner (no app owns them yet).
+    assert set(ModelCall.objects.values_list("route", flat=True)) <= set(routing.registered_routes())
+    assert not Route.objects.filter(name__in=["email.draft", "learner.judge", "learner.propose"]).exists()
+    assert not CallScore.objects.exclude(metric="judge.quality").exists()
     for each in Rollout.objects.all():
         _assert_every_change_is_an_event(each)
     demo.seed()

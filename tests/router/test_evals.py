@@ -15,6 +15,14 @@ from tests.fakes.http import Reply
 from tests.fakes.openai_chat import PATH, FakeChatCompletions, completion
 
 from .helpers import cheap_target, variant
+from .helpers import route as route_named
+
+
+def email_route():
+    """email.draft: its eval set and reference drafter live in router until the drafting app
+    registers the route; these tests register it themselves."""
+    return route_named("email.draft")
+
 
 # The validator eval set: 14 cases, replayed through the validator's own prompt. Three are
 # answered by the product without a model call (two exempt tools, one missing justification).
@@ -144,7 +152,7 @@ def test_model_errors_count_as_failed_cases():
 @pytest.mark.django_db
 def test_rule_scored_eval_set(offline_rule):
     offline_rule("email.draft", lambda request: OfflineReply(text="Thanks Jane, Friday works. We are not interested in Tuesday."))
-    route = Route.objects.get(name="email.draft")
+    route = email_route()
     run = services.eval_run_execute(
         run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
     results = {r.case_id: r for r in run.results.all()}
@@ -172,7 +180,7 @@ def test_email_draft_variant_is_a_real_prompt_sent_to_the_model(offline_rule):
     seen = []
     offline_rule("email.draft", lambda request: seen.append((request.prompt_variant, request.system_text()))
                  or OfflineReply(text="Hi Jane, Friday works. We are not interested; Tuesday?"))
-    route = Route.objects.get(name="email.draft")
+    route = email_route()
     variant(route, "flash-tuned")
     target = Target.objects.get(name="offline-rules")
     tuned = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="flash-tuned").pk)
@@ -187,7 +195,7 @@ def test_email_draft_variant_is_a_real_prompt_sent_to_the_model(offline_rule):
 def test_a_variant_the_eval_set_cannot_build_is_refused():
     from django.core.exceptions import ValidationError
 
-    route = Route.objects.get(name="email.draft")
+    route = email_route()
     variant(route, "made-up")
     with pytest.raises(ValidationError, match="no prompt for variant 'made-up'"):
         services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"), variant="made-up")
@@ -204,11 +212,12 @@ def test_malformed_variants_file_is_a_clear_error(tmp_path, monkeypatch):
     (tmp_path / "email.draft.variants.json").write_text("{not json")
     monkeypatch.setattr(evals, "EVALS_DIR", tmp_path)
     with pytest.raises(ValidationError, match="not JSON"):
-        services.eval_run_create(route=Route.objects.get(name="email.draft"), target=Target.objects.get(name="offline-rules"))
+        services.eval_run_create(route=email_route(), target=Target.objects.get(name="offline-rules"))
 
 
 @pytest.mark.django_db
 def test_offline_drafter_follows_the_instruction_and_ignores_the_fenced_email():
+    email_route()
     out = StringIO()
     call_command("run_offline_eval", "email.draft", "offline-rules", stdout=out)
     assert "3/3 (100%) passed 3" in out.getvalue()
@@ -229,7 +238,7 @@ def test_offline_drafter_follows_the_instruction_and_ignores_the_fenced_email():
 def test_route_page_says_which_variants_the_eval_set_builds(cast):
     from tests.conftest import client_for
 
-    route = Route.objects.get(name="email.draft")
+    route = email_route()
     variant(route, "made-up")
     client = client_for(cast.superuser)
     page = client.get("/router/routes/email.draft/").content.decode()

@@ -92,10 +92,10 @@ def test_degraded_rollout_is_rolled_back_with_its_reason(rollout):
 
 
 def test_outcome_signal_where_lower_is_better_rolls_back(rollout):
-    _scored_calls(rollout, "baseline", [0.0] * 9 + [1.0], metric="draft.heavy_edit")  # 10% heavily edited
-    _scored_calls(rollout, "candidate", [1.0] * 4 + [0.0] * 6, metric="draft.heavy_edit")  # 40%
+    _scored_calls(rollout, "baseline", [0.0] * 9 + [1.0], metric="validator.blocked")  # 10% blocked
+    _scored_calls(rollout, "candidate", [1.0] * 4 + [0.0] * 6, metric="validator.blocked")  # 40%
     assert services.rollout_check(rollout=rollout) == "roll_back"
-    assert "draft.heavy_edit: candidate 0.400 vs baseline 0.100 (lower is better" in rollout.events.last().reason
+    assert "validator.blocked: candidate 0.400 vs baseline 0.100 (lower is better" in rollout.events.last().reason
 
 
 def test_too_few_samples_holds(rollout):

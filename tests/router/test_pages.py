@@ -187,16 +187,16 @@ def test_my_model_choice(cast):
     client = client_for(cast.member)
     page = client.get("/router/my-model/").content.decode()
     assert "your choice wins over any rollout" in page
-    client.post("/router/my-model/", {"route": "email.draft", "target": target.pk})
-    assert ModelChoice.objects.get(user=cast.member).route == "email.draft"
-    assert routing.assign("email.draft", cast.member).reason == "explicit_choice"
+    client.post("/router/my-model/", {"route": "validator", "target": target.pk})
+    assert ModelChoice.objects.get(user=cast.member).route == "validator"
+    assert routing.assign("validator", cast.member).reason == "explicit_choice"
     page = client.get("/router/my-model/").content.decode()
     assert "chose deepseek-v4-flash-atlas for this route" in page
     # Only offered targets; unknown routes rejected.
     offline = Target.objects.get(name="offline-rules")
     assert client.post("/router/my-model/", {"route": "", "target": offline.pk}).status_code == 400
     assert client.post("/router/my-model/", {"route": "nope", "target": target.pk}).status_code == 400
-    client.post("/router/my-model/", {"route": "email.draft", "target": ""})
+    client.post("/router/my-model/", {"route": "validator", "target": ""})
     assert not ModelChoice.objects.filter(user=cast.member).exists()
     assert client_for(cast.support).get("/router/my-model/").status_code == 404
 

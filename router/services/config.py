@@ -1,0 +1,103 @@
+"""The router's configuration: a route's baseline, its prompt variants, targets and
+providers. Each write records an AuditEvent (who, when, before, after) in its transaction;
+bad input raises ValidationError and changes nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
+from .audit import audit_event_record, snapshot
+
+ROUTE_FIELDS = ["baseline", "baseline_variant"]
+
+# The code of a ValidationError raised because the current state forbids the change (not
+# because the input is malformed): views answer 409 to it.
+CONFLICT = "conflict"
+
+
+def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str = "default", actor) -> Route:
+    """Serve `route` from `baseline` with prompt variant `baseline_variant`. Refused while
+    a rollout of the route is active: its baseline arm is the baseline it started from."""
+    with transaction.atomic():
+        route = Route.objects.select_for_update().get(pk=route.pk)
+        if Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).exists():
+            raise ValidationError(
+                "Finish, roll back or complete the active rollout before changing the baseline.", code=CONFLICT)
+        if not PromptVariant.objects.filter(route=route, name=baseline_variant).exists():
+            raise ValidationError(f"{route.name} has no prompt variant {baseline_variant!r}.")
+        before = snapshot(route, ROUTE_FIELDS)
+        route.baseline, route.baseline_variant = baseline, baseline_variant
+        route.save(update_fields=["baseline", "baseline_variant", "updated_at"])
+        audit_event_record(actor=actor, action=AuditEvent.Action.ROUTE_BASELINE_SET, obj=route, before=before,
+                           after=snapshot(route, ROUTE_FIELDS))
+    return route
+
+
+def prompt_variant_create(*, route: Route, name: str, description: str = "", actor) -> PromptVariant:
+    """A new named prompt variant of `route`; a name the route already has is refused."""
+    variant = PromptVariant(route=route, name=name, description=description)
+    variant.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            variant.save()
+            audit_event_record(actor=actor, action=AuditEvent.Action.PROMPT_VARIANT_CREATED, obj=variant,
+                               before=None, after=snapshot(variant))
+    except IntegrityError:
+        raise ValidationError({"name": "This route already has a variant of that name."}) from None
+    return variant
+
+
+def target_check(*, provider: str, host: Provider | None) -> None:
+    """The rules a target's provider and host obey (also used by the target form)."""
+    if provider == Target.Provider.OPENAI_COMPATIBLE and host is None:
+        raise ValidationError("An OpenAI-compatible target needs a provider host (base URL and key variable).")
+    if host is not None and provider and host.kind != provider:
+        raise ValidationError(f"Host {host.name} serves {host.get_kind_display()}, not {provider}.")
+
+
+def target_create(
+    *, name: str, provider: str, model: str, host: Provider | None = None, quantization: str = "",
+    input_price: Decimal = Decimal("0"), output_price: Decimal = Decimal("0"),
+    cache_write_price: Decimal = Decimal("0"), cache_read_price: Decimal = Decimal("0"),
+    user_selectable: bool = False, actor,
+) -> Target:
+    target_check(provider=provider, host=host)
+    target = Target(
+        name=name, provider=provider, model=model, host=host, quantization=quantization, input_price=input_price,
+        output_price=output_price, cache_write_price=cache_write_price, cache_read_price=cache_read_price,
+        user_selectable=user_selectable,
+    )
+    target.full_clean()
+    with transaction.atomic():
+        target.save()
+        audit_event_record(actor=actor, action=AuditEvent.Action.TARGET_CREATED, obj=target, before=None,
+                           after=snapshot(target))
+    return target
+
+
+def provider_check(*, kind: str, base_url: str, api_key_env: str) -> None:
+    """The rules a provider obeys (also used by the provider form)."""
+    if kind == Provider.Kind.OPENAI_COMPATIBLE and not base_url:
+        raise ValidationError("An OpenAI-compatible provider needs a base URL.")
+    if api_key_env and not api_key_env.replace("_", "").isalnum():
+        raise ValidationError("The key variable is an environment variable name, like ATLAS_API_KEY.")
+
+
+def provider_create(
+    *, name: str, kind: str, base_url: str = "", api_key_env: str = "", timeout_seconds: int = 60,
+    max_retries: int = 2, actor,
+) -> Provider:
+    """A new inference host. Its API key stays in the environment variable named here."""
+    provider_check(kind=kind, base_url=base_url, api_key_env=api_key_env)
+    provider = Provider(name=name, kind=kind, base_url=base_url, api_key_env=api_key_env,
+                        timeout_seconds=timeout_seconds, max_retries=max_retries)
+    provider.full_clean()
+    with transaction.atomic():
+        provider.save()
+        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_CREATED, obj=provider, before=None,
+                           after=snapshot(provider))
+    return provider
