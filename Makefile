@@ -38,6 +38,7 @@ test: install chromium
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 typecheck: install
