@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from lindy.fencing import fence
+from lindy.models import Membership
 from router import gateway
 
+from .models import FileSystem, MemoryFile
 from .paths import INDEX, MASTER, SPECIAL
 
 HEADER = (
@@ -39,9 +41,6 @@ class MemoryContext:
 
 
 def documents_for(user) -> list[ContextDocument]:
-    from lindy.models import Membership
-
-    from .models import FileSystem, MemoryFile
 
     team_ids = list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
     filesystems = list(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .paths import PathError
-from .verifier import resolve_link
+from .verifier import linked_paths, resolve_link
 
 _INLINE_TARGET = re.compile(r"(\]\(\s*<?)([^()\s<>]+)(>?)")
 _REFERENCE_TARGET = re.compile(r"^([ ]{0,3}\[[^\]]+\]:\s*<?)(\S+?)(>?(?:\s+.*)?)$", re.MULTILINE)
@@ -57,8 +57,6 @@ def unlink(markdown: str, path: str) -> str:
 
 
 def _line_targets(line: str) -> set[str]:
-    from .verifier import linked_paths
-
     return linked_paths(line)
 
 

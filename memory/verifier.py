@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from urllib.parse import unquote
 
+from router.offline import estimate_tokens
+
 from .paths import INDEX, MASTER, SPECIAL, PathError, clean_path
 
 DEFAULT_FILE_TOKEN_BUDGET = 8_000
@@ -101,8 +103,6 @@ def verify(
     caller holding counts for every file may pass any placeholder for the other contents.
     """
     if count is None:
-        from router.offline import estimate_tokens
-
         count = estimate_tokens
     tokens = tokens or {}
 

@@ -11,6 +11,7 @@ from lindy.api_errors import ApiError
 from lindy.models import User
 
 from . import permissions, routing, selectors, services
+from .models import Rollout
 
 router = Router(tags=["router"])
 
@@ -96,8 +97,6 @@ def route_assignment(request, route: str, user_id: int | None = None):
     assignment = routing.assign(route, subject)
     rollout = None
     if assignment.rollout_id:
-        from .models import Rollout
-
         rollout = Rollout.objects.select_related("candidate").get(pk=assignment.rollout_id)
     target = assignment.target
     return {

@@ -19,6 +19,8 @@ from django.utils import timezone
 
 from . import routing, services
 from .models import CallScore, ModelCall, PromptVariant, Provider, Rollout, RolloutEvent, Route, Target
+from .offline import policy_for
+from .services import evals
 from .types import Usage
 
 DAYS = 14
@@ -182,8 +184,6 @@ def _calls(ctx, rollout, now) -> None:
 
 def _evals(targets) -> None:
     """Run the eval sets whose route has rules in the running product (offline or real)."""
-    from .offline import policy_for
-    from .services import evals
 
     for route in (ROLLOUT_ROUTE,):
         if not evals.has_eval_set(route) or policy_for(route) is None:

@@ -24,6 +24,8 @@ from typing import Any
 from django.core.cache import cache
 from django.db import transaction
 
+from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+
 VERSION_KEY = "router:table:version"
 TABLE_KEY = "router:table:{version}"
 BUCKETS = 10_000
@@ -237,8 +239,6 @@ _local = threading.local()
 
 
 def _load() -> dict:
-    from .models import ModelChoice, Rollout, Route, Target
-
     targets = {t.pk: asdict(TargetInfo.from_model(t)) for t in Target.objects.select_related("host")}
     rollouts = {
         r.route_id: {
@@ -312,7 +312,6 @@ def _bump() -> None:
 def ensure_defaults() -> None:
     """Create the default providers, targets, the registered routes and their `default`
     prompt variant if missing. Idempotent."""
-    from .models import PromptVariant, Provider, Route, Target
 
     with transaction.atomic():
         hosts = {}
@@ -345,8 +344,6 @@ def _route_info(route: str) -> RouteInfo:
     ensure_defaults()
     info = table().routes.get(route)
     if info is None:
-        from .models import Route, Target
-
         Route.objects.get_or_create(name=route, defaults={"baseline": Target.objects.get(name=DEFAULT_TARGET)})
         invalidate()
         info = table().routes[route]

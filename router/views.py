@@ -29,6 +29,7 @@ from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Rout
 from .services import evals as eval_service
 from .services.config import CONFLICT
 from .services.rollouts import stages_text
+from .tasks import eval_run
 
 PAGE_SIZE = 25
 COST_DAYS = (7, 14, 30)
@@ -292,7 +293,6 @@ def eval_start(request, name: str):
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, eval_form=form)
-    from .tasks import eval_run
 
     transaction.on_commit(lambda: eval_run.delay(run.pk))
     return redirect("router:eval-run", run_id=run.pk)

@@ -34,7 +34,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
-from .. import routing
+from .. import gateway, routing
 from ..models import EvalResult, EvalRun, PromptVariant, Route, Target
 from ..types import Completion, ModelError
 
@@ -221,7 +221,6 @@ def eval_run_create(*, route: Route, target: Target, variant: str = "default", a
 
 def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:
     """Run the cases that have no result yet (so a retried task resumes where it stopped)."""
-    from .. import gateway
 
     run = EvalRun.objects.select_related("route", "target").get(pk=run_id)
     if run.status in (EvalRun.Status.DONE, EvalRun.Status.FAILED):

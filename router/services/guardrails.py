@@ -24,6 +24,7 @@ from django.utils import timezone
 from .. import selectors
 from ..models import Rollout
 from . import rollouts, scores
+from .online_eval import judge_pending_samples
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,6 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
 
 def check_all(now=None) -> dict[int, str]:
     """The beat job: judge a sample of recent calls, then check every running rollout."""
-    from .online_eval import judge_pending_samples
 
     results = {}
     for rollout in Rollout.objects.filter(status=Rollout.Status.RUNNING):

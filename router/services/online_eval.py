@@ -7,7 +7,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from .. import prompts
+from .. import gateway, prompts
 from ..models import CallSample, Rollout
 from ..types import ModelError
 from .scores import call_score_record
@@ -17,8 +17,6 @@ JUDGE_ROUTE = "router.online_eval"
 
 
 def judge_sample(sample: CallSample) -> float | None:
-    from .. import gateway
-
     completion = gateway.complete(
         route=JUDGE_ROUTE,
         prompt=lambda variant: {
