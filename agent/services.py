@@ -124,9 +124,7 @@ class ActionRunner:
     (registered in AgentConfig.ready; see validator.runner)."""
 
     def execute(self, decision: Decision) -> validator_runner.Execution:
-        result = decision_execute(decision=decision)
-        return validator_runner.Execution(ok=result.ok, content=result.content, adapter=result.adapter,
-                                          data=result.data)
+        return decision_execute(decision=decision)
 
     def recorded_only(self, tool: str, team_ids: list[int]) -> bool:
         return tools.recorded_only(tool, team_ids)

@@ -10,11 +10,12 @@ this module executes, it does not judge.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, Team, User
 from validator.models import Decision
+from validator.runner import Execution
 
 from . import outbox, search, slack, user_channel
 
@@ -28,15 +29,8 @@ class ExecutionContext:
     channel: str | None = None  # the channel the user wrote from, for direct replies
 
 
-@dataclass
-class ToolResult:
-    ok: bool
-    content: str
-    adapter: str = ""
-    data: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+# What running a tool did: the validator stores the same record on the decision it allowed.
+ToolResult = Execution
 
 
 SEARCH, USER_CHANNEL, SLACK, OUTBOX = "search", "user_channel", "slack", "outbox"
