@@ -10,7 +10,11 @@ class AgentConfig(AppConfig):
         from router.routing import register_route
         from validator import runner
 
-        from . import demo, offline  # noqa: F401  (offline registers the agent route's offline rules)
+        from . import (  # noqa: F401  (offline registers the agent route's offline rules)
+            demo,
+            offline,
+            tasks,  # noqa: F401  (registers agent_run, which the runner enqueues by name)
+        )
         from .loop import ROUTE
         from .services import ActionRunner
 

@@ -16,6 +16,7 @@ class HydrationConfig(AppConfig):
             offline,  # noqa: F401  (registers the offline policies of both routes)
             permissions,
             summarizer,
+            tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
         )
 
         register_route(summarizer.ROUTE, owner=self.label,
