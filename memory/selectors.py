@@ -44,12 +44,14 @@ def file_get(fs: FileSystem, path: str) -> MemoryFile:
     return found
 
 
-def _head(fs: FileSystem) -> int | None:
-    """The file system's latest revision id, read once per request (kept on the instance)."""
-    if not hasattr(fs, "_head_revision_id"):
-        head = Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk").values_list("pk", flat=True).first()
-        setattr(fs, "_head_revision_id", head)  # noqa: B010 - not a model field
-    return getattr(fs, "_head_revision_id")  # noqa: B009
+def _head(fs: FileSystem) -> str:
+    """The file system's latest revision, read once per request (kept on the instance). Its
+    time is part of it so a database rebuilt under a surviving cache never matches old keys."""
+    if not hasattr(fs, "_head_revision"):
+        row = (Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk")
+               .values_list("pk", "created_at").first())
+        setattr(fs, "_head_revision", f"{row[0]}@{row[1].timestamp()}" if row else "none")  # noqa: B010
+    return getattr(fs, "_head_revision")  # noqa: B009
 
 
 def _per_revision(fs: FileSystem, name: str, compute, dump=lambda value: value, load=lambda value: value):
