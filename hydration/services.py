@@ -19,13 +19,14 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Q, Value, When
 from django.utils import timezone
 
 from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
-from . import agent, gmail, summarizer
+from . import accounting, agent, gmail, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
@@ -175,8 +176,6 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
 
 def _claim(run_id: int) -> Run | None:
     now = timezone.now()
-    from django.db.models import F, Q
-
     claimed = Run.objects.filter(
         Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_until__lt=now), pk=run_id,
     ).update(status=Status.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease(),
@@ -231,7 +230,7 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     run.status = status
     run.finished_at = timezone.now()
     run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
-                 Status.NEEDS_ATTENTION: "Stopped: the verifier never passed the draft",
+                 Status.NEEDS_ATTENTION: "Needs attention: nothing written, the items wait for the next run",
                  Status.FAILED: "Failed"}.get(status, status)
     for name, value in fields.items():
         setattr(run, name, value)
@@ -239,8 +238,87 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     return run
 
 
-def _mark_processed(run: Run, item_ids: list[int]) -> None:
-    Item.objects.filter(pk__in=item_ids, processed_by__isnull=True).update(processed_by=run)
+def _by_note(notes: dict[int, str]) -> Case:
+    """One CASE over the distinct notes, so a single UPDATE writes each item its own note."""
+    groups: dict[str, list[int]] = {}
+    for pk, note in notes.items():
+        groups.setdefault(note, []).append(pk)
+    return Case(*[When(pk__in=pks, then=Value(note)) for note, pks in groups.items()],
+                default=F("processed_note"), output_field=CharField())
+
+
+def _mark_processed(run: Run, outcome: accounting.Outcome) -> None:
+    """Processed (taken in, or dropped by a rule that says why) in one UPDATE; the kept ones get
+    their reason in another. Never more statements for more items."""
+    done = {**outcome.processed, **outcome.dropped}
+    if done:
+        Item.objects.filter(pk__in=list(done), processed_by__isnull=True).update(
+            processed_by=run, processed_note=_by_note(done))
+    if outcome.kept:
+        Item.objects.filter(pk__in=list(outcome.kept), processed_by__isnull=True).update(
+            processed_note=_by_note(outcome.kept),
+            left_out=Case(When(pk__in=list(outcome.left_out), then=F("left_out") + 1), default=F("left_out"),
+                          output_field=PositiveSmallIntegerField()))
+
+
+def _keep_all(item_ids: list[int], note: str) -> None:
+    Item.objects.filter(pk__in=item_ids, processed_by__isnull=True).update(processed_note=note[:500])
+
+
+def _store_facts(run: Run, facts: list[dict], by_id: dict[int, Item]) -> None:
+    """The run's facts and their citations, in two INSERTs whatever their number."""
+    run.facts.all().delete()
+    rows = Fact.objects.bulk_create([Fact(run=run, position=position, kind=fact["kind"], text=fact["text"])
+                                     for position, fact in enumerate(facts)])
+    through = Fact.items.through
+    through.objects.bulk_create(
+        [through(fact_id=row.pk, item_id=i) for row, fact in zip(rows, facts, strict=True)
+         for i in dict.fromkeys(fact["item_ids"]) if i in by_id],
+        ignore_conflicts=True,
+    )
+
+
+def describe_changes(changes) -> str:
+    """What a revision did, from its own changes (op, path, old_path): the run's message names
+    nothing else, whatever the agent said it did."""
+    created: list[str] = []
+    updated: list[str] = []
+    moved: list[str] = []
+    deleted: list[str] = []
+    for op, path, old_path in changes:
+        if op == "create":
+            created.append(path)
+        elif op == "update" and path not in created and path not in updated:
+            updated.append(path)
+        elif op == "move":
+            moved.append(f"{old_path} to {path}")
+        elif op == "delete":
+            deleted.append(path)
+    parts = [f"{verb} {', '.join(paths)}" for verb, paths in
+             (("created", created), ("updated", updated), ("moved", moved), ("deleted", deleted)) if paths]
+    return ("; ".join(parts).capitalize() + ".") if parts else "No file changed."
+
+
+def _advice(fs: FileSystem, violations: list[dict], kept: int) -> str:
+    """What a person can do so the kept items fit next time: what to split, which budget to raise."""
+    lines = [f"Nothing was written; {kept} item(s) kept for the next run. What stopped the memory agent:"]
+    for v in violations:
+        path, kind, detail = v.get("path", ""), v.get("kind", ""), v.get("detail", "")
+        if kind == agent.REFUSED_WRITE:
+            line = f"Split {path} into smaller files linked from index.md ({detail})"
+        elif kind == "over_budget":
+            line = (f"Split {path} into smaller linked files, or raise this memory's per-file budget "
+                    f"(now {fs.file_token_budget} tokens): {detail}")
+        elif kind == "always_loaded_over_budget":
+            line = ("Move detail out of index.md and master.md into linked files, or raise the always-loaded "
+                    f"budget (now {fs.always_loaded_token_budget} tokens).")
+        elif kind == "unlinked":
+            line = f"Link {path} from index.md or master.md, or delete it."
+        else:
+            line = f"{path}: {detail}"
+        if f"- {line}" not in lines:
+            lines.append(f"- {line}")
+    return "\n".join(lines[:21])
 
 
 def run_execute(*, run_id: int) -> Run | None:
@@ -276,35 +354,51 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
 
     progress.stage(f"Summarizing {len(pending)} item(s)")
     summary = summarizer.summarize(pending, scope=_scope(fs), user=user, team=team, on_call=progress.call)
-    run.facts.all().delete()
     by_id = {item.pk: item for item in pending}
-    for position, fact in enumerate(summary.facts):
-        row = Fact.objects.create(run=run, position=position, kind=fact["kind"], text=fact["text"])
-        row.items.set([by_id[i] for i in fact["item_ids"] if i in by_id])
+    _store_facts(run, summary.facts, by_id)
     run.fact_count = len(summary.facts)
     if not summary.facts:
-        _mark_processed(run, list(by_id))
-        return _finish(run, Status.NO_CHANGES)
+        _mark_processed(run, accounting.Outcome(processed=dict.fromkeys(by_id, accounting.NO_FACT)))
+        return _finish(run, Status.NO_CHANGES, agent_message="Nothing worth remembering in the new items.")
 
     progress.stage(f"Memory agent: working on {len(summary.facts)} fact(s)")
     result = agent.run_agent(filesystem=fs, facts=summary.facts, scope=_scope(fs), user=user, team=team,
                              on_call=progress.call, on_progress=progress.stage)
     run.verifier_rounds = result.rounds
-    run.agent_message = result.message[:5000]
     if not result.passed:
-        # The live file system is untouched; the items wait for the next run.
-        return _finish(run, Status.NEEDS_ATTENTION, violations=result.violations)
+        # The live file system is untouched; every item waits for the next run.
+        return _needs_attention(run, result.violations, list(by_id))
+
+    outcome = accounting.account(items=pending, facts=summary.facts, draft=result.draft,
+                                 max_left_out=settings.HYDRATION_ITEM_MAX_TRIES)
     if not result.draft.changes:
-        _mark_processed(run, list(by_id))
-        return _finish(run, Status.NO_CHANGES, violations=[])
+        _mark_processed(run, outcome)
+        return _finish(run, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(
+            "No file changed: every fact was already in memory", outcome))
 
     progress.stage("Writing the revision")
-    return _commit(run, result, list(by_id))
+    return _commit(run, result, outcome)
 
 
-def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
+def _needs_attention(run: Run, violations: list[dict], item_ids: list[int]) -> Run:
+    advice = _advice(run.filesystem, violations, len(item_ids))
+    _keep_all(item_ids, "Kept for the next run: the run that took it in needs attention (see its message).")
+    return _finish(run, Status.NEEDS_ATTENTION, violations=violations, agent_message=advice[:5000])
+
+
+def _outcome_message(what: str, outcome: accounting.Outcome) -> str:
+    tail = ""
+    if outcome.kept:
+        tail += f" {len(outcome.kept)} item(s) kept for the next run: the agent wrote none of their facts."
+    if outcome.dropped:
+        tail += f" {len(outcome.dropped)} item(s) dropped, left out by the agent run after run."
+    return (what.rstrip(".") + "." + tail)[:5000]
+
+
+def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) -> Run:
     fs = run.filesystem
-    message = f"Hydration run {run.pk}: " + (result.message.splitlines()[0] if result.message else "memory agent update")
+    records = result.draft.draft.records
+    message = f"Hydration run {run.pk}: " + describe_changes((r.op, r.path, r.old_path) for r in records)
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -316,23 +410,27 @@ def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
                 message=message[:500], source_kind="hydration_run", source_id=str(run.pk),
                 counter=result.draft.counter,  # the agent's draft counted these files: not again
             )
-            _mark_processed(run, item_ids)
-            valid = set(item_ids) | set(Item.objects.filter(filesystem=fs, pk__in={
-                i for ids in result.draft.sources.values() for i in ids}).values_list("pk", flat=True))
+            _mark_processed(run, outcome)
+            cited = {i for ids in result.draft.sources.values() for i in ids}
+            valid = set(Item.objects.filter(filesystem=fs, pk__in=cited).values_list("pk", flat=True)) if cited else set()
             FileSource.objects.bulk_create(
                 [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
                  for i in sorted(ids) if i in valid],
                 ignore_conflicts=True,
             )
-            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[])
+            # The message is read back from the revision's own rows: it names what was written.
+            written = describe_changes(revision.changes.values_list("op", "path", "old_path"))
+            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[],
+                           agent_message=_outcome_message(written, outcome))
     except _Superseded:
         run.refresh_from_db()
         return run
     except memory_services.VerificationFailed as exc:
-        return _finish(run, Status.NEEDS_ATTENTION, violations=[v.as_dict() for v in exc.violations])
+        return _needs_attention(run, [v.as_dict() for v in exc.violations], list(outcome.processed)
+                                + list(outcome.kept) + list(outcome.dropped))
     except memory_services.NothingChanged:
-        _mark_processed(run, item_ids)
-        return _finish(run, Status.NO_CHANGES)
+        _mark_processed(run, outcome)
+        return _finish(run, Status.NO_CHANGES, agent_message=_outcome_message("No file changed", outcome))
     except memory_services.InvalidChange as exc:
         return _finish(run, Status.FAILED, error=exc.message)
     except memory_services.MemoryWriteError as exc:
