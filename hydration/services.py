@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Q, Value, When
 from django.utils import timezone
 
@@ -174,19 +177,72 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
     return run, True
 
 
-def _claim(run_id: int) -> Run | None:
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:255]
+
+
+def _dead_holder(now, task_id: str = "") -> Q:
+    """A running run whose holder is gone: its lease passed, its heartbeat went quiet, or the
+    delivery asking is the very task that held it (Celery redelivers a task whose worker died)."""
+    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
+    dead = Q(lease_until__lt=now) | Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+    if task_id:
+        dead |= Q(lease_task_id=task_id)
+    return Q(status=Status.RUNNING) & dead
+
+
+def _claim(run_id: int, task_id: str = "") -> Run | None:
     now = timezone.now()
     claimed = Run.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_until__lt=now), pk=run_id,
+        Q(status=Status.QUEUED) | (_dead_holder(now, task_id) & Q(attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)),
+        pk=run_id,
     ).update(status=Status.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease(),
-             started_at=now, stage="Starting")
+             started_at=now, stage="Starting", lease_holder=_holder(), lease_task_id=task_id[:255],
+             heartbeat_at=now, requeued_at=None)
     if not claimed:
         return None
     return Run.objects.select_related("filesystem", "filesystem__team", "filesystem__owner").get(pk=run_id)
 
 
+class _Heartbeat:
+    """While the run executes, a thread refreshes its heartbeat (and lease) every few seconds,
+    even while the run waits minutes on one model call: a heartbeat that stops means the worker
+    died, and the run may be taken over without waiting for the lease to pass."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Heartbeat:
+        interval = settings.HYDRATION_HEARTBEAT_SECONDS
+        if interval > 0:
+            self._thread = threading.Thread(target=self._beat, args=(interval,), daemon=True,
+                                            name=f"hydration-heartbeat-{self.run.pk}")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _beat(self, interval: float) -> None:
+        run = self.run
+        try:
+            while not self._stop.wait(interval):
+                now = timezone.now()
+                try:
+                    Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
+                        heartbeat_at=now, lease_until=now + _lease())
+                except DatabaseError:  # a missed beat is no failure; the next one may get through
+                    logger.warning("hydration run %s: heartbeat failed", run.pk, exc_info=True)
+        finally:
+            connection.close()  # the thread's own connection
+
+
 class _Progress:
-    """Keeps the run's stage, usage and lease up to date as it goes."""
+    """Keeps the run's stage, usage, lease and heartbeat up to date as it goes."""
 
     def __init__(self, run: Run):
         self.run = run
@@ -194,10 +250,12 @@ class _Progress:
     def stage(self, text: str) -> None:
         run = self.run
         run.stage = text[:200]
-        run.lease_until = timezone.now() + _lease()
+        now = timezone.now()
+        run.lease_until = now + _lease()
         Run.objects.filter(pk=run.pk, attempts=run.attempts).update(
-            stage=run.stage, lease_until=run.lease_until, sources=run.sources, model_calls=run.model_calls,
-            input_tokens=run.input_tokens, output_tokens=run.output_tokens, cost=run.cost,
+            stage=run.stage, lease_until=run.lease_until, heartbeat_at=now, sources=run.sources,
+            model_calls=run.model_calls, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+            cost=run.cost,
         )
 
     def call(self, completion) -> None:
@@ -321,17 +379,51 @@ def _advice(fs: FileSystem, violations: list[dict], kept: int) -> str:
     return "\n".join(lines[:21])
 
 
-def run_execute(*, run_id: int) -> Run | None:
-    """Do the run if it is still to be done (idempotent: a duplicate delivery does nothing)."""
-    run = _claim(run_id)
+def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
+    """Do the run if it is still to be done: queued, or running for a holder that is dead (see
+    _dead_holder). A duplicate delivery while the holder lives does nothing. `task_id` is the
+    Celery task id of this delivery, recorded in the lease."""
+    run = _claim(run_id, task_id)
     if run is None:
         return None
     progress = _Progress(run)
-    try:
-        return _pipeline(run, progress)
-    except Exception as exc:
-        logger.exception("hydration run %s failed", run.pk)
-        return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+    with _Heartbeat(run):
+        try:
+            return _pipeline(run, progress)
+        except Exception as exc:
+            logger.exception("hydration run %s failed", run.pk)
+            return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def runs_recover(*, now=None, limit: int = 500) -> list[int]:
+    """The recovery sweep (beat, every HYDRATION_RECOVER_EVERY_SECONDS): queue again each running
+    run whose heartbeat went quiet, since a worker killed whole leaves its message unacknowledged
+    until the broker's visibility timeout (1 h). Idempotent: a run is queued once per stale window
+    (`requeued_at`), and a delivery that finds the run taken over does nothing (the lease decides).
+    A run whose workers died HYDRATION_RUN_MAX_ATTEMPTS times is given up, its items kept.
+    Returns the runs queued."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
+    dead = Run.objects.filter(_dead_holder(now))
+    dead.filter(attempts__gte=settings.HYDRATION_RUN_MAX_ATTEMPTS).update(
+        status=Status.INTERRUPTED, finished_at=now, stage="Interrupted",
+        error=f"Its worker died in each of {settings.HYDRATION_RUN_MAX_ATTEMPTS} attempts; the next run picks up "
+              "its stored items.")
+    due = dead.filter(Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale),
+                      attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)
+    queued = []
+    for run_id in due.order_by("pk").values_list("pk", flat=True)[:limit]:
+        # Mark first, so two sweeps never both queue it; unmark when the broker refuses.
+        if not due.filter(pk=run_id).update(requeued_at=now):
+            continue
+        try:
+            queue.enqueue("hydration.tasks.hydrate", run_id)
+        except Exception:
+            logger.exception("hydration run %s: could not queue it again; the next sweep will", run_id)
+            Run.objects.filter(pk=run_id, requeued_at=now).update(requeued_at=None)
+            continue
+        queued.append(run_id)
+    return queued
 
 
 def _pipeline(run: Run, progress: _Progress) -> Run:

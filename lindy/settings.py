@@ -290,6 +290,8 @@ HYDRATION_ITEM_MAX_TRIES = int(os.environ.get("HYDRATION_ITEM_MAX_TRIES", 3))
 HYDRATION_HEARTBEAT_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_SECONDS", 10))
 HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 60))
 HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 30))
+# A run taken over this many times (its worker died each time) is given up; its items stay for the next run.
+HYDRATION_RUN_MAX_ATTEMPTS = int(os.environ.get("HYDRATION_RUN_MAX_ATTEMPTS", 3))
 # Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
 HYDRATION_HTTP_TIMEOUT = float(os.environ.get("HYDRATION_HTTP_TIMEOUT", 20))
 HYDRATION_SLACK_MAX_RETRIES = int(os.environ.get("HYDRATION_SLACK_MAX_RETRIES", 3))
