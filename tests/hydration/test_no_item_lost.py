@@ -32,7 +32,7 @@ def _meeting(cast, title, notes):
 
 
 @pytest.mark.django_db
-def test_200_meetings_that_overflow_a_file_need_attention_and_stay_for_the_next_run(cast, monkeypatch):
+def test_200_meetings_that_overflow_a_file_need_attention_and_stay_for_the_next_run(cast, monkeypatch, api_for):
     """The issue's case: journal.md exists; 200 meetings' facts would take it past the size limit
     of a memory file. Today the refused write is ignored and the run ends "Done: nothing new"
     with every item marked processed."""
@@ -63,6 +63,11 @@ def test_200_meetings_that_overflow_a_file_need_attention_and_stay_for_the_next_
     assert "Updated journal.md" not in run.agent_message
     page = client_for(cast.member).get(reverse("hydration:run", args=[run.pk])).content.decode()
     assert "split" in page and "200 item(s) kept for the next run" in page
+    api = api_for(cast.member)
+    assert "split" in api.get(f"/api/hydration/runs/{run.pk}").json()["agent_message"].lower()
+    items = api.get(f"/api/hydration/runs/{run.pk}/items", limit=500).json()
+    assert len(items) == 200 and all(i["processed_by_id"] is None for i in items)
+    assert all(i["processed_note"].startswith("Kept for the next run") for i in items)
 
     # With room again, the next run picks up every kept item.
     monkeypatch.setattr(memory_draft, "MAX_FILE_BYTES", 200_000)
