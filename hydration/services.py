@@ -296,6 +296,18 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     return run
 
 
+def _settle(run: Run, outcome: accounting.Outcome, status: Status, **fields) -> Run:
+    """Mark the items and finish, only while the run is still this attempt's: a worker whose run
+    was taken over (its heartbeat went quiet for a while) marks nothing."""
+    with transaction.atomic():
+        if not Run.objects.select_for_update().filter(pk=run.pk, attempts=run.attempts,
+                                                      status=Status.RUNNING).exists():
+            run.refresh_from_db()
+            return run
+        _mark_processed(run, outcome)
+        return _finish(run, status, **fields)
+
+
 def _by_note(notes: dict[int, str]) -> Case:
     """One CASE over the distinct notes, so a single UPDATE writes each item its own note."""
     groups: dict[str, list[int]] = {}
@@ -450,8 +462,8 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
     _store_facts(run, summary.facts, by_id)
     run.fact_count = len(summary.facts)
     if not summary.facts:
-        _mark_processed(run, accounting.Outcome(processed=dict.fromkeys(by_id, accounting.NO_FACT)))
-        return _finish(run, Status.NO_CHANGES, agent_message="Nothing worth remembering in the new items.")
+        return _settle(run, accounting.Outcome(processed=dict.fromkeys(by_id, accounting.NO_FACT)), Status.NO_CHANGES,
+                       agent_message="Nothing worth remembering in the new items.")
 
     progress.stage(f"Memory agent: working on {len(summary.facts)} fact(s)")
     result = agent.run_agent(filesystem=fs, facts=summary.facts, scope=_scope(fs), user=user, team=team,
@@ -464,9 +476,8 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
     outcome = accounting.account(items=pending, facts=summary.facts, draft=result.draft,
                                  max_left_out=settings.HYDRATION_ITEM_MAX_TRIES)
     if not result.draft.changes:
-        _mark_processed(run, outcome)
-        return _finish(run, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(
-            "No file changed: every fact was already in memory", outcome))
+        what = "No file changed" + ("" if outcome.kept or outcome.dropped else ": every fact was already in memory")
+        return _settle(run, outcome, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(what, outcome))
 
     progress.stage("Writing the revision")
     return _commit(run, result, outcome)
@@ -521,8 +532,7 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
         return _needs_attention(run, [v.as_dict() for v in exc.violations], list(outcome.processed)
                                 + list(outcome.kept) + list(outcome.dropped))
     except memory_services.NothingChanged:
-        _mark_processed(run, outcome)
-        return _finish(run, Status.NO_CHANGES, agent_message=_outcome_message("No file changed", outcome))
+        return _settle(run, outcome, Status.NO_CHANGES, agent_message=_outcome_message("No file changed", outcome))
     except memory_services.InvalidChange as exc:
         return _finish(run, Status.FAILED, error=exc.message)
     except memory_services.MemoryWriteError as exc:

@@ -167,3 +167,26 @@ def test_the_recovery_sweep_is_a_beat_entry_every_minute_or_less():
     assert entry.task == "hydration.tasks.recover" and entry.every_seconds <= 60
     assert PeriodicTask.objects.filter(name="hydration.recover", task="hydration.tasks.recover").exists()
     assert "hydration.tasks.recover" in app.tasks
+
+
+@pytest.mark.django_db
+def test_a_worker_whose_run_was_taken_over_marks_nothing(cast, monkeypatch):
+    """Its heartbeat went quiet (say the database was out of reach), another delivery took the run
+    over, then the first worker carried on: it finishes nothing and marks no item."""
+    from hydration import summarizer
+
+    def taken_over_meanwhile(items, **kwargs):
+        Run.objects.filter(pk=run.pk).update(attempts=F("attempts") + 1, lease_task_id="task-2")
+        return summarizer.Summary(facts=[], parts=1, calls=0)
+
+    from django.db.models import F
+
+    monkeypatch.setattr(summarizer, "summarize", taken_over_meanwhile)
+    core.meeting_create(team=cast.team, owner=cast.member, title="Sync", occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod.")
+    run, _ = services.run_trigger(filesystem=user_fs(cast.member), trigger="manual", enqueue=False)
+    services.run_execute(run_id=run.pk, task_id="task-1")
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.lease_task_id == "task-2"
+    item = Item.objects.get(filesystem=run.filesystem)
+    assert item.processed_by_id is None and item.processed_note == ""
