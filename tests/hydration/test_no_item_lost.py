@@ -179,3 +179,26 @@ def test_hydrating_100_items_takes_a_bounded_number_of_queries(cast, django_asse
     assert run.status == Run.Status.SUCCEEDED and run.item_count == 100
     assert not Item.objects.filter(filesystem=fs, processed_by__isnull=True).exists()
     assert ModelCall.objects.filter(route="memory.summarize").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_refused_write_the_agent_makes_good_does_not_stop_the_run(cast):
+    fs = user_fs(cast.member)
+    _meeting(cast, "Sync", "We always deploy to staging before prod.")
+    procedures = "# Procedures\n\n- We always deploy to staging before prod.\n"
+    with FakeAnthropic() as fake, override_settings(**fake.settings()):
+        fake.script("POST", "/v1/messages", [_summary(lambda ids: [
+            {"kind": "procedural", "text": "We always deploy to staging before prod.", "item_ids": ids}])])
+        # index.md exists: the create is refused (the agent sees why), then the agent updates it instead.
+        fake.reply(_tool_calls(
+            ("create_file", {"path": "procedures.md", "content": procedures}),
+            ("create_file", {"path": "index.md", "content": "- [procedures.md](procedures.md) — how we work\n"})))
+        fake.reply(_tool_calls(
+            ("update_file", {"path": "index.md", "content": "- [procedures.md](procedures.md) — how we work\n"})))
+        fake.reply_text("Done.")
+        run = services.run_now_sync(filesystem=fs, trigger="manual")
+        refusal = fake.message_requests[2].json["messages"][-1]["content"][1]
+    assert refusal["is_error"] is True and "already exists" in refusal["content"]
+    assert run.status == Run.Status.SUCCEEDED and run.verifier_rounds == 0, (run.status, run.violations)
+    item = Item.objects.get(filesystem=fs)
+    assert item.processed_by_id == run.pk and item.processed_note == "Written to procedures.md."
