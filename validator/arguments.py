@@ -130,8 +130,16 @@ class ArgumentCheck:
     def reasoning(self) -> str:
         return "; ".join(f"{r.argument}: {r.reason}" for r in self.failures)
 
+    @property
+    def suggestion(self) -> str:
+        archive = next((r for r in self.failures if r.role == registry.ITEM_ID), None)
+        if archive is not None:
+            return f"Archive {archive.value} instead (archive_email): the user asked to archive it, not to delete it."
+        return ""
+
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "results": [asdict(r) for r in self.results], "reasoning": self.reasoning}
+        return {"ok": self.ok, "results": [asdict(r) for r in self.results], "reasoning": self.reasoning,
+                "suggestion": self.suggestion}
 
 
 def _scripts(text: str) -> set[str]:

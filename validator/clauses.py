@@ -24,7 +24,8 @@ LEADING_COURTESY = (
     "please", "pls", "kindly", "ok", "okay", "yes", "yep", "sure", "great", "thanks", "hi", "hey", "now", "just",
     "also", "and", "then", "so", "can you", "could you", "would you", "will you", "go ahead and", "i want you to",
     "i'd like you to", "i would like you to", "you may", "you can", "you may always", "you can always", "always",
-    "feel free to", "lindy",
+    "feel free to", "lindy", "don't forget to", "do not forget to", "remember to", "make sure to", "make sure you",
+    "i need you to", "go ahead,",
 )
 TRAILING_COURTESY = ("please", "thanks", "thank you", "now", "asap", "right away", "for me")
 

@@ -120,8 +120,10 @@ def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, set
         client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/")
     decision.refresh_from_db()
     assert decision.status == "suggestion_followed"
-    instruction = decision.task.events.filter(actor="user").order_by("-seq").first()
+    # Lindy sent the suggestion back as a system note: it is not the user's instruction.
+    instruction = decision.task.events.filter(actor="system").order_by("-seq").get()
     assert decision.suggested_next_step in instruction.content
+    assert not decision.task.events.filter(actor="user", content__contains=decision.suggested_next_step).exists()
     # The agent ran on the instruction: it asked the user over SMS and did not retry the payment.
     assert len(SENT) == 1 and SENT[0]["channel"] == "sms" and "pay 10 USD to Northwind" in SENT[0]["body"]
     assert not decision.task.validator_decisions.exclude(pk=decision.pk).exists()
