@@ -41,7 +41,8 @@ def _who(source: dict) -> str:
         kind = {"user": "a line the user wrote", "others": "a line derived from other people's words",
                 "team": "a team line", "unknown": "a line of unknown authorship"}.get(source.get("author_kind", ""),
                                                                                    "a memory line")
-        return f"{kind} in memory {source.get('name')}"
+        owner = "the user's own memory" if _users_memory(source) else "the team's memory (not the user's)"
+        return f"{kind} in {owner} {source.get('name')}"
     name = f" named “{source['name']}”" if source.get("name") else ""
     actor = source.get("actor", "someone")
     return {"external": f"an external party{name}", "assistant": "the assistant itself",
@@ -49,10 +50,19 @@ def _who(source: dict) -> str:
             "user": "the user"}.get(actor, actor)
 
 
+def _users_memory(source: dict) -> bool:
+    return source.get("where") == "memory" and str(source.get("name", "")).startswith("user:")
+
+
+def _by_user(source: dict) -> bool:
+    """Written by the user (whether or not it counts): a user event, or their own memory line."""
+    return source.get("actor") == "user" or (_users_memory(source) and source.get("author_kind") == "user")
+
+
 def _why_not(quote: dict) -> str:
     """Why a found quote is not the user's words, from the code's evidence table."""
     sources = quote.get("sources") or []
-    by_user = [s for s in sources if s.get("actor") == "user" or s.get("author_kind") == "user"]
+    by_user = [s for s in sources if _by_user(s)]
     if by_user:
         negated = [s for s in by_user if s.get("negated")]
         if negated:
@@ -83,8 +93,7 @@ def decide(payload: dict) -> OfflineReply:
                         f"or memory line) in the task history or the user's memories: {listed}. A claim is not "
                         "evidence.", "high", f"Ask the user whether they want this: {describe}.")
 
-    refused = [q for q in quotes if any(s.get("negated") and (s.get("actor") == "user" or s.get("author_kind") == "user")
-                                        for s in q.get("sources") or [])]
+    refused = [q for q in quotes if any(s.get("negated") and _by_user(s) for s in q.get("sources") or [])]
     if refused:
         listed = "; ".join(f"“{q['quote']}” ({_why_not(q)})" for q in refused)
         return _verdict(False, f"The user said not to: {listed}.", "high",

@@ -146,7 +146,7 @@ def test_memory_counts_only_for_a_line_the_user_wrote_in_their_own_memory():
     vendor = "Northwind asks that we pay their invoices on receipt."
     mine = _doc("user:u@acme.test", f"{permission}\n{vendor}",
                 (permission, "user", "u@acme.test"), (vendor, "others", "billing@northwind.test"))
-    result = evidence.check(f'"send follow-ups after sales calls" and "pay their invoices on receipt"', [], [mine])
+    result = evidence.check('"send follow-ups after sales calls" and "pay their invoices on receipt"', [], [mine])
     user_perm, vendor_line = result.quotes
     assert user_perm.by_user and user_perm.sources[0].author_kind == "user"
     assert user_perm.sources[0].author_label == "u@acme.test"
