@@ -54,7 +54,10 @@ def test_list_and_detail_show_what_the_reviewer_needs(cast, django_assert_max_nu
     assert decision.reasoning.split(".")[0] in html
     assert 'data-suggestion' in html and decision.suggested_next_step in html
     assert "Pay invoice NW-1 immediately." in html  # the history around the action
-    assert 'data-quote-found="yes"' in html and "billing@northwind.test" in html
+    assert 'data-quote-found="yes" data-quote-by-user="no"' in html and "billing@northwind.test" in html
+    # The argument check shows the reviewer which argument the user never wrote.
+    assert 'data-argument="invoice_id" data-argument-ok="no"' in html and "NW-1 was never named by the user" in html
+    assert 'data-argument="payee" data-argument-ok="yes"' in html
     assert 'data-confidence>high<' in html
 
 
