@@ -29,6 +29,7 @@ LEADING_COURTESY = (
 )
 TRAILING_COURTESY = ("please", "thanks", "thank you", "now", "asap", "right away", "for me")
 
+_FILLER_MARKS = " ,.!?-*•>#"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|;\s*")
 # A contrast starts a new scope for negation: "Don't delete it, but archive it".
 _CONTRAST = re.compile(r",?\s*\b(?:but|however)\b\s*,?\s*")
@@ -86,12 +87,13 @@ def segment_of(text: str, start: int, end: int) -> Segment:
 def _only_courtesy(text: str, words) -> bool:
     """Whether `text` is nothing but these words (and punctuation)."""
     ordered = sorted(words, key=len, reverse=True)
-    rest = text.strip(" ,.!?")
+    # List bullets and heading marks ("- ", "* ", "## ") start a line, not a clause.
+    rest = text.strip(_FILLER_MARKS)
     while rest:
         word = next((w for w in ordered if rest == w or rest.startswith((w + " ", w + ","))), None)
         if word is None:
             return False
-        rest = rest[len(word):].strip(" ,.!?")
+        rest = rest[len(word):].strip(_FILLER_MARKS)
     return True
 
 

@@ -118,6 +118,7 @@ def test_a_quote_spanning_two_events_is_not_found():
     ("Send an email to jane@initech.test saying we can't make it.",
      "Send an email to jane@initech.test saying we can't make it"),
     ("ＰＯＳＴ the summary in #general", "post the summary in #general"),  # NFKC and case
+    ("- You may always send follow-ups after sales calls.", "send follow-ups after sales calls"),  # a list item
 ])
 def test_genuine_requests_count(text, quote):
     found = one(f'"{quote}"', [{"seq": 1, "actor": "user", "content": text}])
