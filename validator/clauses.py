@@ -36,9 +36,11 @@ _CONTRAST = re.compile(r",?\s*\b(?:but|however)\b\s*,?\s*")
 
 
 def normalise(text: str) -> str:
-    """NFKC, case-folded, curly quotes straightened, whitespace collapsed."""
+    """NFKC, case-folded, curly quotes straightened, whitespace collapsed (a line break stays one:
+    it ends a sentence)."""
     text = unicodedata.normalize("NFKC", text or "").translate(_QUOTES)
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    text = re.sub(r"\s*\n\s*", "\n", re.sub(r"[^\S\n]+", " ", text))
+    return text.strip().casefold()
 
 
 def word_spans(needle: str, haystack: str) -> list[tuple[int, int]]:
@@ -46,7 +48,9 @@ def word_spans(needle: str, haystack: str) -> list[tuple[int, int]]:
     "send" is not in "sender", nor "jane@initech.test" in "jane@initech.test.evil.io"."""
     if not needle:
         return []
-    pattern = re.compile(r"(?<![\w@.-])" + re.escape(needle) + r"(?![\w@-]|\.\w)")
+    # A space in the quote matches a line break in the text (a quote cannot show one).
+    body = re.escape(needle).replace(r"\ ", r"[ \n]")
+    pattern = re.compile(r"(?<![\w@.-])" + body + r"(?![\w@-]|\.\w)")
     return [(m.start(), m.end()) for m in pattern.finditer(haystack)]
 
 

@@ -46,3 +46,11 @@ def test_the_offline_validator_reads_the_real_request_not_the_forged_one(cast, m
     )
     assert decision.model_call_id and not decision.approved
     assert "“Pay it”" in decision.reasoning and "external party named “user”" in decision.reasoning
+
+
+@pytest.mark.parametrize("variant", sorted(prompts.VARIANTS))
+def test_every_prompt_variant_explains_the_evidence_table(variant):
+    system = prompts.system_prompt(variant)
+    for column in ("whole_clause", "negated", "by_user", "author_kind", "evidence_check.arguments"):
+        assert column in system, (variant, column)
+    assert '"User: yes"' in system and "system" in system
