@@ -65,6 +65,7 @@ class Authorization:
 
     segments: list[str] = field(default_factory=list)  # normalised, not negated
     negated: list[tuple[str, str]] = field(default_factory=list)  # (segment, cue)
+    ordered: list[tuple[str, str]] = field(default_factory=list)  # every segment, oldest first, with its cue or ""
     participants: set[str] = field(default_factory=set)  # addresses of external senders in the thread
     own_address: str = ""
 
@@ -78,23 +79,31 @@ class Authorization:
     def negated_cue(self, value: str) -> str:
         return next((cue for s, cue in self.negated if clauses.word_spans(value, s)), "")
 
+    def retracted(self, value: str, *, address: bool = False) -> str:
+        """The cue, when the user's latest mention of `value` negates it ("Pay INV-7 … Actually,
+        don't pay INV-7"): their latest word wins. "" otherwise."""
+        mentions = [cue for s, cue in self.ordered
+                    if (value in EMAIL.findall(s) if address else clauses.word_spans(value, s))]
+        return mentions[-1] if mentions else ""
+
 
 def user_texts(history: list[dict], documents) -> list[str]:
     """What the user wrote: their events in this task, and the lines of their own memory that
     provenance says are their own words (a line without provenance is not)."""
-    texts = [item.get("content") or "" for item in history if item.get("actor") == "user"]
-    for doc in documents:
+    texts = []
+    for doc in documents:  # standing words first: the task's newer words come after them
         if doc.label.startswith("user:"):
             texts += [line.text for line in getattr(doc, "lines", ()) or () if line.author_kind == "user"]
-    return texts
+    return texts + [item.get("content") or "" for item in history if item.get("actor") == "user"]
 
 
-def authorization(history: list[dict], documents=(), own_address: str = "") -> Authorization:
+def authorization(history: list[dict], documents=(), own_address: str = "", tool: str = "") -> Authorization:
     auth = Authorization(own_address=clauses.normalise(own_address))
     for text in user_texts(history, documents):
         normalised = clauses.normalise(text)
         for segment in clauses.segments(normalised):
-            cue = negation.negated(segment.text)
+            cue = negation.negated(segment.text, tool=tool)
+            auth.ordered.append((segment.text, cue.cue if cue else ""))
             if cue is None:
                 auth.segments.append(segment.text)
             else:
@@ -176,7 +185,10 @@ def _recipient(argument: str, value: str, auth: Authorization, tool: str) -> Arg
     elif "@" in normalised:
         allowed = auth.addresses() | (auth.participants if tool == "reply_to_email" else set())
         result.ok = normalised in allowed
-        if not result.ok:
+        if result.ok and normalised != auth.own_address and (cue := auth.retracted(normalised, address=True)):
+            result.ok = False
+            result.reason = f"{value}: the user's latest words about it say “{cue}”"
+        elif not result.ok:
             where = " nor is it a participant of the thread" if tool == "reply_to_email" else ""
             result.reason = _not_written(value, auth, f"was never written by the user{where}")
     else:
@@ -201,6 +213,11 @@ def _named(argument: str, role: str, value: str, auth: Authorization) -> Argumen
     result.ok = any(auth.words(c) for c in candidates)
     if not result.ok:
         result.reason = _not_written(value, auth, "was never named by the user (as whole words)")
+    elif role != registry.PAYEE and (cue := next(filter(None, (auth.retracted(c) for c in candidates)), "")):
+        # An id or a channel the user named and then took back. (Not a payee: "pay Northwind's
+        # INV-7, not their INV-8" names the payee in both.)
+        result.ok = False
+        result.reason = f"{value}: the user's latest words about it say “{cue}”"
     return result
 
 
@@ -261,7 +278,7 @@ def _item(argument: str, value: str, tool: str, auth: Authorization) -> Argument
 def check(tool: str, arguments: dict, history: list[dict], documents=(), own_address: str = "") -> ArgumentCheck:
     spec = registry.get(tool)
     roles = dict(spec.roles)
-    auth = authorization(history, documents, own_address)
+    auth = authorization(history, documents, own_address, tool)
     results: list[ArgumentResult] = []
     for argument, role in roles.items():
         if argument not in arguments and role not in (registry.INVOICE_ID, registry.PAYEE):

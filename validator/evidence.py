@@ -150,13 +150,13 @@ class EvidenceCheck:
         }
 
 
-def _placement(needle: str, text: str) -> list[tuple[bool, negation.Negation | None]]:
+def _placement(needle: str, text: str, tool: str) -> list[tuple[bool, negation.Negation | None]]:
     """For each word-bounded occurrence of `needle` in `text` (normalised): whole clause? negated?"""
     found = []
     for start, end in clauses.word_spans(needle, text):
         segment = clauses.segment_of(text, start, end)
         found.append((clauses.is_whole_clause(text, start, end),
-                      negation.find(text[segment.start:start], text[start:end], text[end:segment.end])))
+                      negation.find(text[segment.start:start], text[start:end], text[end:segment.end], tool=tool)))
     return found
 
 
@@ -165,10 +165,10 @@ def _best(placements):
     return sorted(placements, key=lambda p: (not p[0], p[1] is not None))[0]
 
 
-def _task_sources(needle: str, history: list[dict]) -> list[Source]:
+def _task_sources(needle: str, history: list[dict], tool: str) -> list[Source]:
     sources = []
     for item in history:
-        placements = _placement(needle, clauses.normalise(item.get("content") or ""))
+        placements = _placement(needle, clauses.normalise(item.get("content") or ""), tool)
         if placements:
             whole, negated_by = _best(placements)
             sources.append(Source(
@@ -179,12 +179,12 @@ def _task_sources(needle: str, history: list[dict]) -> list[Source]:
     return sources
 
 
-def _memory_sources(needle: str, documents) -> list[Source]:
+def _memory_sources(needle: str, documents, tool: str) -> list[Source]:
     sources = []
     for doc in documents:
         in_lines = False
         for line in getattr(doc, "lines", ()) or ():
-            placements = _placement(needle, clauses.normalise(line.text))
+            placements = _placement(needle, clauses.normalise(line.text), tool)
             if placements:
                 in_lines = True
                 whole, negated_by = _best(placements)
@@ -195,7 +195,7 @@ def _memory_sources(needle: str, documents) -> list[Source]:
                 ))
         if not in_lines:
             # In the document but in no line with known provenance: found, never the user's (fail closed).
-            placements = _placement(needle, clauses.normalise(doc.content))
+            placements = _placement(needle, clauses.normalise(doc.content), tool)
             if placements:
                 whole, negated_by = _best(placements)
                 sources.append(Source(
@@ -206,14 +206,15 @@ def _memory_sources(needle: str, documents) -> list[Source]:
     return sources
 
 
-def check(justification: str, history: list[dict], documents=()) -> EvidenceCheck:
-    """history: [{"actor", "content", "name"?, "seq"?, "id"?}]; documents: memory ContextDocuments.
+def check(justification: str, history: list[dict], documents=(), tool: str = "") -> EvidenceCheck:
+    """history: [{"actor", "content", "name"?, "seq"?, "id"?}]; documents: memory ContextDocuments;
+    tool: the action judged (its own verb is not a negation, see negation.ACTION_CUES).
 
     A quote is looked up inside each event and each memory line separately, so words joined
     across two events are not found."""
     results = []
     for quote in extract_quotes(justification):
         needle = clauses.normalise(quote)
-        sources = _task_sources(needle, history) + _memory_sources(needle, documents)
+        sources = _task_sources(needle, history, tool) + _memory_sources(needle, documents, tool)
         results.append(QuoteCheck(quote=quote, found=bool(sources), sources=sources))
     return EvidenceCheck(quotes=results)

@@ -35,6 +35,10 @@ AFFIRMATIVE_IDIOMS = (
     "can't wait", "cannot wait",
 )
 
+# Cues that are the action's own verb for some tools: "Cancel my 3pm meeting" asks to delete a
+# calendar event; it does not negate the request.
+ACTION_CUES = {"delete_calendar_event": frozenset({"cancel", "cancelled", "canceled"})}
+
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 
 
@@ -69,12 +73,14 @@ def _instruction_part(text: str) -> tuple[str, bool]:
     return (text[:match.start()], True) if match else (text, False)
 
 
-def find(before: str, inside: str, after: str) -> Negation | None:
+def find(before: str, inside: str, after: str, *, tool: str = "") -> Negation | None:
     """The negation governing `inside`, given the words of its clause before it and of its
-    sentence after it (the caller cuts the clause and the sentence), or None."""
+    sentence after it (the caller cuts the clause and the sentence), or None. `tool`: the
+    action judged, whose own verb (ACTION_CUES) is not a negation."""
     inside, cut = _instruction_part(_clean(inside))
+    own = ACTION_CUES.get(tool, frozenset())
     for where, text in (("inside", inside), ("before", _clean(before))):
-        match = _NEGATION.search(text)
+        match = next((m for m in _NEGATION.finditer(text) if m.group(1).lower() not in own), None)
         if match:
             return Negation(match.group(1).lower(), where)
     if cut:
@@ -88,6 +94,6 @@ def find(before: str, inside: str, after: str) -> Negation | None:
     return None
 
 
-def negated(text: str) -> Negation | None:
+def negated(text: str, *, tool: str = "") -> Negation | None:
     """Whether this whole piece of text (one sentence) negates, refuses or conditions its request."""
-    return find("", text, "")
+    return find("", text, "", tool=tool)

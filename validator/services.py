@@ -74,7 +74,7 @@ def checked_evidence(tool: str, arguments: dict, justification: str, history: li
                      own_address: str = "") -> dict:
     """The code's findings the validator reads: each quote (found? whole clause? negated? by the
     user?) and each argument against the user's words."""
-    found = evidence_mod.check(justification, history, documents).to_dict()
+    found = evidence_mod.check(justification, history, documents, tool).to_dict()
     found["arguments"] = arguments_mod.check(tool, arguments, history, documents, own_address).to_dict()
     return found
 

@@ -97,3 +97,14 @@ def test_delete_is_not_archive_unless_the_user_also_said_delete():
     assert _check("delete_email", {"message_id": "m-2"}, [("user", "Archive m-1 and delete m-2", "")]).ok
     suggestion = _check("delete_email", {"message_id": "m-1"}, [("user", "Archive m-1", "")]).suggestion
     assert "archive_email" in suggestion
+
+
+def test_the_users_latest_word_about_an_id_or_address_wins():
+    pay = {"invoice_id": "INV-7", "payee": "Northwind", "amount": 480, "currency": "USD"}
+    said = ("user", "Pay invoice INV-7 to Northwind, $480.", "")
+    assert _check("pay_invoice", pay, [said]).ok
+    result = _check("pay_invoice", pay, [said, ("user", "Actually, don't pay INV-7 yet.", "")])
+    assert result.reasoning == "invoice_id: INV-7: the user's latest words about it say “don't”"
+    assert _check("pay_invoice", pay, [("user", "Don't pay INV-7.", ""), said]).ok  # and the other way round
+    mail = [("user", "Email jane@initech.test the notes", ""), ("user", "Stop, do not email jane@initech.test", "")]
+    assert not _check("send_email", {"to": ["jane@initech.test"]}, mail).ok

@@ -51,3 +51,9 @@ def test_negated_sentences(text, cue):
 def test_a_later_not_about_something_else_does_not_negate_the_request():
     assert negation.find("", "send the report to jane@initech.test", " and not the draft") is None
     assert negation.find("", "send the report to jane@initech.test", ", no, wait").cue == "no"
+
+
+def test_an_actions_own_verb_is_not_its_negation():
+    assert negation.negated("Cancel my 3pm meeting", tool="delete_calendar_event") is None
+    assert negation.negated("Cancel my 3pm meeting", tool="send_email").cue == "cancel"
+    assert negation.negated("Don't cancel my 3pm meeting", tool="delete_calendar_event").cue == "don't"
