@@ -112,10 +112,6 @@ class QuoteCheck:
     def negated(self) -> bool:
         return any(s.negated for s in self.sources)
 
-    @property
-    def only_by_others(self) -> bool:
-        return self.found and not self.by_user
-
     def describe(self) -> str:
         if not self.found:
             return (f"“{self.quote}”: NOT FOUND as whole words inside any single event or memory line. "
