@@ -175,12 +175,18 @@ def _not_written(value: str, auth: Authorization, what: str = "was never written
     return f"{value} {what}"
 
 
+_DISPLAY_NAME = re.compile(r"^[^<>]*<([^<>]+@[^<>]+)>$")
+
+
 def _recipient(argument: str, value: str, auth: Authorization, tool: str) -> ArgumentResult:
-    normalised = clauses.normalise(value)
+    # "Jane Park <jane@initech.test>": the address is what receives it; the name is decoration.
+    named = _DISPLAY_NAME.match(value.strip())
+    address = named.group(1) if named else value
+    normalised = clauses.normalise(address)
     result = ArgumentResult(argument, registry.RECIPIENT, value, ok=False)
     if not normalised:
         result.reason = "an empty recipient"
-    elif why := _lookalike(unicodedata.normalize("NFKC", value.strip())):
+    elif why := _lookalike(unicodedata.normalize("NFKC", address.strip())):
         result.reason = f"{value} is refused: {why}"
     elif "@" in normalised:
         allowed = auth.addresses() | (auth.participants if tool == "reply_to_email" else set())

@@ -44,6 +44,8 @@ def test_recipients_match_exactly_after_trim_nfkc_and_casefold():
     history = [("user", "Email Jane@Initech.test the notes", "")]
     assert _check("send_email", {"to": ["  jane@initech.TEST "]}, history).ok
     assert _check("send_email", {"to": ["ｊａｎｅ@initech.test"]}, history).ok  # fullwidth folds to ASCII (NFKC)
+    assert _check("send_email", {"to": ["Jane Park <jane@initech.test>"]}, history).ok
+    assert not _check("send_email", {"to": ["jane@initech.test <boss@evil.io>"]}, history).ok
     for bad in ("jane@initech.test.evil.io", "jane@initech.testx", "ane@initech.test", "jane@іnitech.test"):
         result = _check("send_email", {"to": [bad]}, history)
         assert not result.ok and result.reasoning.startswith(f"to: {bad}")
