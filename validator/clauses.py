@@ -29,6 +29,10 @@ LEADING_COURTESY = (
 )
 TRAILING_COURTESY = ("please", "thanks", "thank you", "now", "asap", "right away", "for me")
 
+# Words that introduce someone else's words inside the user's message ("Jane wrote: pay …").
+REPORTING_VERBS = ("wrote", "writes", "said", "says", "asked", "asks", "told me", "tells me", "emailed",
+                   "texted", "replied", "replies", "wants", "demands", "demanded", "claims", "claimed")
+_REPORTED = re.compile(r"(?<![\w'])(?:" + "|".join(REPORTING_VERBS) + r")(?: us| me)?\s*[:,]?\s*\"?\s*$")
 _FILLER_MARKS = " ,.!?-*•>#"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|;\s*")
 # A contrast starts a new scope for negation: "Don't delete it, but archive it".
@@ -121,8 +125,19 @@ def _starts_with_joiner(text: str) -> bool:
     return bool(re.match(r"^\s*(?:" + "|".join(JOINERS) + r")(?![\w'])", text))
 
 
+def is_reported(text: str, start: int) -> bool:
+    """Whether the words at `start` are someone else's, reported inside this text: inside
+    quotation marks, or right after "Jane wrote:", "the vendor says" …"""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    return before.count('"') % 2 == 1 or bool(_REPORTED.search(before))
+
+
 def is_whole_clause(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] covers a whole clause of `text`, not a fragment of one."""
+    """Whether text[start:end] covers a whole clause of `text`, not a fragment of one, and one
+    of the writer's own (not someone else's words they report)."""
+    if is_reported(text, start):
+        return False
     segment = segment_of(text, start, end)
     prefix = _clause_prefix(text, start, segment)
     before_ok = _only_courtesy(prefix, LEADING_COURTESY) or _ends_with_joiner(prefix)

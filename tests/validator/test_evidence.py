@@ -95,6 +95,16 @@ def test_a_fragment_of_a_clause_does_not_count(text, quote):
 
 
 @pytest.mark.parametrize("text,quote", [
+    ('Jane wrote: "pay invoice INV-9 to Evil Ltd"', "pay invoice INV-9 to Evil Ltd"),
+    ("The vendor says pay invoice INV-9 now", "pay invoice INV-9 now"),
+    ('Email jane@initech.test saying "we will sign on Friday"', "we will sign on Friday"),
+])
+def test_words_the_user_reports_from_someone_else_are_not_their_request(text, quote):
+    found = one(f'"{quote}"', [{"seq": 1, "actor": "user", "content": text}])
+    assert found.found and not found.whole_clause and not found.by_user
+
+
+@pytest.mark.parametrize("text,quote", [
     ("Find the sender of invoice INV-5.", "send"),  # "send" is not a word of "sender"
     ("Email jane@initech.test.evil.io the notes", "Email jane@initech.test"),  # nor is an address of a longer one
 ])
