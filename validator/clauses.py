@@ -35,8 +35,9 @@ REPORTING_VERBS = ("wrote", "writes", "said", "says", "asked", "asks", "told me"
 _REPORTED = re.compile(r"(?<![\w'])(?:" + "|".join(REPORTING_VERBS) + r")(?: us| me)?\s*[:,]?\s*\"?\s*$")
 _FILLER_MARKS = " ,.!?-*•>#"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|;\s*")
-# A contrast starts a new scope for negation: "Don't delete it, but archive it".
-_CONTRAST = re.compile(r",?\s*\b(?:but|however)\b\s*,?\s*")
+# A contrast starts a new scope for negation: "Don't delete it, but archive it", and "Pay INV-7,
+# not INV-8" (where the "not" stays with what it negates).
+_CONTRAST = re.compile(r",?\s*\b(?:but|however)\b\s*,?\s*|,\s*(?=not\b)")
 
 
 def normalise(text: str) -> str:

@@ -87,8 +87,8 @@ def find(before: str, inside: str, after: str, *, tool: str = "") -> Negation | 
         return None
     after, _ = _instruction_part(_clean(after))
     # Words after the request negate it only when they condition it ("… unless I confirm") or
-    # take it back ("…, no, wait"); a later "not" about something else does not.
-    match = _CONDITION.search(after) or re.match(r"^[\W_]*(no|not|never|wait|don't)(?![\w'])", after, re.I)
+    # take it back ("…, no, wait"); a later "not" about something else ("…, not INV-8") does not.
+    match = _CONDITION.search(after) or re.match(r"^[\W_]*(no|never|wait|don't)(?![\w'])", after, re.I)
     if match:
         return Negation(match.group(1).lower(), "after")
     return None

@@ -51,6 +51,7 @@ def test_negated_sentences(text, cue):
 def test_a_later_not_about_something_else_does_not_negate_the_request():
     assert negation.find("", "send the report to jane@initech.test", " and not the draft") is None
     assert negation.find("", "send the report to jane@initech.test", ", no, wait").cue == "no"
+    assert negation.find("", "pay invoice inv-7", ", not inv-8") is None
 
 
 def test_an_actions_own_verb_is_not_its_negation():
