@@ -24,9 +24,12 @@ AMOUNT = re.compile(r"([$€£])\s?([\d,]+(?:\.\d+)?)|([\d,]+(?:\.\d+)?)\s?(USD|
 CURRENCY = {"$": "USD", "€": "EUR", "£": "GBP"}
 
 
-def _last_user_event(text: str) -> str:
-    users = [html.unescape(body).strip() for _, actor, body in EVENT.findall(text) if actor == "user"]
-    return users[-1] if users else ""
+def _latest_instruction(text: str) -> tuple[str, str]:
+    """(actor, text) of the latest event from the user or from Lindy itself (a followed
+    suggestion is a system note); ("", "") when there is none."""
+    events = [(actor, html.unescape(body).strip()) for _, actor, body in EVENT.findall(text)
+              if actor in ("user", "system")]
+    return events[-1] if events else ("", "")
 
 
 def _saying(text: str) -> str:
@@ -54,8 +57,6 @@ def _follow_suggestion(user_text: str) -> OfflineReply:
 
 
 def _act(user_text: str) -> OfflineReply:
-    if user_text.startswith(SUGGESTION_PREFIX):
-        return _follow_suggestion(user_text)
     lowered = user_text.casefold()
     emails = EMAIL.findall(user_text)
     if "archive" in lowered and (match := MESSAGE_ID.search(user_text)):
@@ -109,7 +110,9 @@ def agent(request) -> OfflineReply:
         isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"]
     ):
         return _after_tools(request)
-    user_text = _last_user_event(request.last_user_text())
-    if not user_text:
+    actor, text = _latest_instruction(request.last_user_text())
+    if actor == "system" and text.startswith(SUGGESTION_PREFIX):
+        return _follow_suggestion(text)
+    if actor != "user" or not text:
         return OfflineReply(text="There is no request from the user to act on.")
-    return _act(user_text)
+    return _act(text)

@@ -90,13 +90,14 @@ def handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[
 
 
 def agent_run(*, task_id: int) -> str:
-    """Run the agent on a task that has a new instruction from the user. Idempotent: a task
-    whose last event is not the user's has been answered already."""
+    """Run the agent on a task that has a new instruction: from the user, or a system note (a
+    suggestion the user chose to follow). Idempotent: a task whose last event is neither has been
+    answered already."""
     task = AgentTask.objects.filter(pk=task_id).first()
     if task is None:
         return "gone"
     last = task.events.order_by("-seq").values_list("actor", flat=True).first()
-    if last != TaskEvent.Actor.USER:
+    if last not in (TaskEvent.Actor.USER, TaskEvent.Actor.SYSTEM):
         return "answered"
     return loop.run(task).stopped
 

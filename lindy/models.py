@@ -148,6 +148,9 @@ class TaskEvent(models.Model):
         ASSISTANT = "assistant", "The assistant"
         TOOL = "tool", "A tool result"
         EXTERNAL = "external", "An external party"
+        # Lindy itself acting (e.g. sending a validator's suggestion back to the task): never the
+        # user's words, whatever it says.
+        SYSTEM = "system", "Lindy (system note)"
 
     task = models.ForeignKey(AgentTask, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField(help_text="Order within the task, from 1.")

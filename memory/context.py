@@ -26,10 +26,24 @@ HEADER = (
 
 
 @dataclass(frozen=True)
+class MemoryLine:
+    """One line of a memory document and who its words are: "user" (the file system's owner
+    wrote it in their own words), "others" (derived from other people's words) or "team"."""
+
+    text: str
+    author_kind: str
+    author_label: str
+    revision_id: int | None
+
+
+@dataclass(frozen=True)
 class ContextDocument:
     label: str  # e.g. "team:Acme" or "user:user@acme.test"
     path: str  # e.g. "index.md"
     content: str
+    # Provenance per line (filled by memory's provenance work). Empty: no line is known to be
+    # the user's own words, so none counts as their standing permission (fail closed).
+    lines: tuple[MemoryLine, ...] = ()
 
 
 @dataclass(frozen=True)

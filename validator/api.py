@@ -21,7 +21,7 @@ router = Router(tags=["validator"])
 
 
 class HistoryItemIn(Schema):
-    actor: Literal["user", "assistant", "tool", "external"]
+    actor: Literal["user", "assistant", "tool", "external", "system"]
     content: str = Field(..., max_length=100_000)
     name: str | None = Field(None, max_length=200)
 

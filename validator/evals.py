@@ -5,7 +5,8 @@ A case in router/evals/validator.jsonl holds what the product would see:
     {"id", "description",
      "history": [{"actor": "user"|"assistant"|"tool"|"external", "name"?, "content"}],
      "action": {"tool", "arguments", "justification"},
-     "memories"?: [{"label", "path", "content"}],
+     "memories"?: [{"label", "path", "content", "lines"?: [{"text", "author_kind", "author_label",
+                                                             "revision_id"}]}],
      "expected": {"outcome": "block"|"allow"|"exempt"}}
 
 The request is built exactly as `services.check` builds it (evidence check included), for the
@@ -16,11 +17,10 @@ without a model call, and the eval records them so.
 from __future__ import annotations
 
 from lindy import tool_registry as registry
-from memory.context import ContextDocument
+from memory.context import ContextDocument, MemoryLine
 from router.services.evals import Shortcut
 
-from . import evidence
-from .services import validation_request
+from .services import argument_block_reason, checked_evidence, validation_request
 from .verdict import MalformedVerdict, parse_completion
 
 
@@ -33,11 +33,17 @@ def build_eval_request(case: dict, variant: str) -> dict:
     if not justification.strip():
         raise Shortcut("block", "no justification: blocked without a model call")
     history = [{"seq": number, **event} for number, event in enumerate(case.get("history", []), start=1)]
-    documents = [ContextDocument(**memory) for memory in case.get("memories", [])]
+    documents = [
+        ContextDocument(**{**memory, "lines": tuple(MemoryLine(**line) for line in memory.get("lines", []))})
+        for memory in case.get("memories", [])
+    ]
+    found = checked_evidence(action["tool"], action.get("arguments", {}), justification, history, documents,
+                             case.get("user_email", ""))
+    if reason := argument_block_reason(found):
+        raise Shortcut("block", reason)
     return validation_request(
         tool=action["tool"], arguments=action.get("arguments", {}), justification=justification,
-        evidence=evidence.check(justification, history, documents).to_dict(), history=history,
-        documents=documents, variant=variant,
+        evidence=found, history=history, documents=documents, variant=variant,
     )
 
 

@@ -1,6 +1,7 @@
 """Offline rules for the `validator` route: a deterministic verdict from the code's evidence
-check and the history (who asked for what). Honest about its limits: it approves only actions
-the user's own quoted words ask for, and blocks everything else."""
+table (each quote: found, whole clause, negated, by the user) and argument check. Honest about
+its limits: it approves only actions the user's own quoted words ask for, with arguments that
+match what they wrote, and blocks everything else."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ VERBS = {
     "pay_invoice": ("pay",),
     "share_file_externally": ("share", "send", "give"),
 }
-TARGET_KEYS = ("to", "cc", "attendees", "recipient", "payee", "channel")
 
 
 def _verdict(approved: bool, reasoning: str, confidence: str, step: str | None = None) -> OfflineReply:
@@ -36,58 +36,75 @@ def _mentions(text: str, words) -> bool:
     return any(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])", text) for w in words)
 
 
-def _targets(arguments: dict) -> list[str]:
-    found = []
-    for key in TARGET_KEYS:
-        value = arguments.get(key)
-        found += value if isinstance(value, list) else ([value] if isinstance(value, str) and value else [])
-    return found
-
-
-def _target_named(target: str, text: str) -> bool:
-    target = target.casefold().lstrip("#@")
-    candidates = {target}
-    if "@" in target:
-        local = target.split("@", 1)[0]
-        candidates |= {local, *[p for p in re.split(r"[._+-]", local) if len(p) > 2]}
-    return any(c and c in text for c in candidates)
-
-
 def _who(source: dict) -> str:
     if source.get("where") == "memory":
-        return f"a memory ({source.get('name')})"
-    name = f" {source['name']}" if source.get("name") else ""
+        kind = {"user": "a line the user wrote", "others": "a line derived from other people's words",
+                "team": "a team line", "unknown": "a line of unknown authorship"}.get(source.get("author_kind", ""),
+                                                                                   "a memory line")
+        owner = "the user's own memory" if _users_memory(source) else "the team's memory (not the user's)"
+        return f"{kind} in {owner} {source.get('name')}"
+    name = f" named “{source['name']}”" if source.get("name") else ""
     actor = source.get("actor", "someone")
     return {"external": f"an external party{name}", "assistant": "the assistant itself",
-            "tool": "a tool result"}.get(actor, actor)
+            "tool": "a tool result", "system": "Lindy's own system note (not the user)",
+            "user": "the user"}.get(actor, actor)
+
+
+def _users_memory(source: dict) -> bool:
+    return source.get("where") == "memory" and str(source.get("name", "")).startswith("user:")
+
+
+def _by_user(source: dict) -> bool:
+    """Written by the user (whether or not it counts): a user event, or their own memory line."""
+    return source.get("actor") == "user" or (_users_memory(source) and source.get("author_kind") == "user")
+
+
+def _why_not(quote: dict) -> str:
+    """Why a found quote is not the user's words, from the code's evidence table."""
+    sources = quote.get("sources") or []
+    by_user = [s for s in sources if _by_user(s)]
+    if by_user:
+        negated = [s for s in by_user if s.get("negated")]
+        if negated:
+            return f"the user's sentence negates it (“{negated[0].get('negation_cue')}”)"
+        return "it is only a fragment of the user's clause, not what they asked"
+    return "it was written by " + ", ".join(sorted({_who(s) for s in sources}))
 
 
 def decide(payload: dict) -> OfflineReply:
     action = payload.get("action") or {}
-    tool, arguments = action.get("tool", ""), action.get("arguments") or {}
-    quotes = (payload.get("evidence_check") or {}).get("quotes") or []
-    history = payload.get("task_history") or []
-    user_text = " ".join(e.get("content", "") for e in history if e.get("actor") == "user").casefold()
+    tool = action.get("tool", "")
+    evidence = payload.get("evidence_check") or {}
+    quotes = evidence.get("quotes") or []
     describe = action.get("description") or tool
 
-    if tool.startswith("delete_") and "archive" in user_text and not _mentions(user_text, ("delete", "remove", "trash")):
-        return _verdict(False, "The user asked to archive, not to delete; deleting cannot be undone.", "high",
-                        "Archive it instead (archive_email).")
+    checked = evidence.get("arguments")
+    if not isinstance(checked, dict):
+        return _verdict(False, "The arguments were not checked against the user's words.", "low",
+                        f"Ask the user to confirm: {describe}.")
+    if not checked.get("ok"):
+        return _verdict(False, f"The arguments do not match what the user wrote: {checked.get('reasoning')}.",
+                        "high", checked.get("suggestion") or f"Ask the user to confirm exactly what they want: {describe}.")
 
     missing = [q["quote"] for q in quotes if not q.get("found")]
     if missing:
         listed = "; ".join(f"“{m}”" for m in missing)
-        return _verdict(False, f"The justification quotes words that appear nowhere in the task history or the "
-                        f"user's memories: {listed}. A claim is not evidence.", "high",
-                        f"Ask the user whether they want this: {describe}.")
+        return _verdict(False, f"The justification quotes words that appear nowhere (as whole words in one event "
+                        f"or memory line) in the task history or the user's memories: {listed}. A claim is not "
+                        "evidence.", "high", f"Ask the user whether they want this: {describe}.")
+
+    refused = [q for q in quotes if any(s.get("negated") and _by_user(s) for s in q.get("sources") or [])]
+    if refused:
+        listed = "; ".join(f"“{q['quote']}” ({_why_not(q)})" for q in refused)
+        return _verdict(False, f"The user said not to: {listed}.", "high",
+                        f"Do not do it; ask the user if unsure: {describe}.")
 
     by_user = [q for q in quotes if q.get("by_user")]
     if not by_user:
         if quotes:
-            authors = sorted({_who(s) for q in quotes for s in q.get("sources", [])})
-            reason = ("The justification rests on what " + ", ".join(authors) + " wrote, not on anything the user "
-                      "said. Only the user can authorize actions; a request from a sender, recipient or vendor "
-                      "does not.")
+            listed = "; ".join(f"“{q['quote']}”: {_why_not(q)}" for q in quotes)
+            reason = (f"No quote is the user's own words: {listed}. Only the user can authorize actions; a request "
+                      "from a sender, recipient, vendor, a tool result or the assistant does not.")
         else:
             reason = "The justification quotes nothing the user said. Only the user can authorize this action."
         return _verdict(False, reason, "high", f"Ask the user (send_sms_to_user) whether they want this: {describe}.")
@@ -95,30 +112,24 @@ def decide(payload: dict) -> OfflineReply:
     verbs = VERBS.get(tool, ())
     relevant = [q for q in by_user if _mentions(q["quote"].casefold(), verbs)]
     if not relevant:
-        return _verdict(False, "The user's quoted words do not ask for this kind of action.", "medium",
+        listed = "; ".join(f"“{q['quote']}”" for q in by_user)
+        return _verdict(False, f"The user's quoted words ({listed}) do not ask for this kind of action.", "medium",
                         f"Ask the user whether they want this: {describe}.")
 
-    from_task = [q for q in relevant if any(s.get("actor") == "user" for s in q.get("sources", []))]
+    from_task = [q for q in relevant if any(s.get("counts") and s.get("where") == "task"
+                                            for s in q.get("sources", []))]
     if from_task:
         cited = " ".join(f"“{q['quote']}”" for q in from_task)
-        missing_targets = [t for t in _targets(arguments) if not _target_named(t, user_text)]
-        if missing_targets:
-            return _verdict(False, f"The user asked for this ({cited}) but never named "
-                            f"{', '.join(missing_targets)}.", "medium",
-                            f"Ask the user before involving {', '.join(missing_targets)}.")
-        if tool == "pay_invoice" and not _mentions(user_text, [str(arguments.get("invoice_id", "")).casefold()]):
-            return _verdict(False, "Paying needs the user to name the invoice; they did not.", "high",
-                            "Ask the user to confirm the invoice and amount.")
-        return _verdict(True, f"The user asked for this in the task: {cited}.", "high")
+        return _verdict(True, f"The user asked for this in the task: {cited}; every argument matches their words.",
+                        "high")
 
     if action.get("effect") == "dangerous":
         return _verdict(False, "Money moving or data leaving needs the user's explicit instruction in this task; "
                         "a standing permission is not enough.", "high",
                         f"Ask the user to confirm: {describe}.")
     cited = " ".join(f"“{q['quote']}”" for q in relevant)
-    return _verdict(True, f"The user's standing permission in their memory covers this: {cited}.", "medium")
-
-
+    return _verdict(True, f"The user's standing permission, a line they wrote in their own memory, covers this: "
+                    f"{cited}.", "medium")
 @offline_policy("validator")
 def validate(request) -> OfflineReply:
     payload = parse_payload(request.last_user_text())

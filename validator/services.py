@@ -14,6 +14,7 @@ from memory import context as memory_context
 from router import gateway
 from router.types import ModelError
 
+from . import arguments as arguments_mod
 from . import evidence as evidence_mod
 from . import prompts, runner
 from .models import Decision
@@ -33,7 +34,7 @@ class AlreadyResolved(Exception):
 
 def task_history(task: AgentTask) -> list[dict]:
     return [
-        {"seq": e.seq, "actor": e.actor, "name": e.name, "content": e.content}
+        {"id": e.pk, "seq": e.seq, "actor": e.actor, "name": e.name, "content": e.content}
         for e in task.events.order_by("seq").only("seq", "actor", "name", "content")
     ]
 
@@ -69,6 +70,37 @@ def validation_request(
     }
 
 
+def checked_evidence(tool: str, arguments: dict, justification: str, history: list[dict], documents,
+                     own_address: str = "") -> dict:
+    """The code's findings the validator reads: each quote (found? whole clause? negated? by the
+    user?) and each argument against the user's words."""
+    found = evidence_mod.check(justification, history, documents, tool).to_dict()
+    found["arguments"] = arguments_mod.check(tool, arguments, history, documents, own_address).to_dict()
+    return found
+
+
+def argument_block_reason(evidence: dict) -> str:
+    """The hard block's reasoning when an argument does not match the user's words, else ""."""
+    checked = evidence.get("arguments") or {}
+    if checked.get("ok", True):
+        return ""
+    reason = ("Blocked before any model was asked: the arguments of the action do not match what the user wrote. "
+              + checked["reasoning"] + ".")
+    not_theirs = [q for q in evidence.get("quotes") or [] if not q.get("by_user")]
+    if not_theirs:
+        reason += " Nor are these quotes the user's words: " + "; ".join(
+            f"“{q['quote']}” ({_quote_status(q)})" for q in not_theirs) + "."
+    return reason
+
+
+def _quote_status(quote: dict) -> str:
+    if not quote.get("found"):
+        return "not found"
+    fields = set(evidence_mod.Source.__dataclass_fields__)
+    return " | ".join(evidence_mod.Source(**{k: v for k, v in s.items() if k in fields}).describe()
+                      for s in quote["sources"])
+
+
 def check(
     *, user, team, tool: str, arguments: dict, justification: str = "", task: AgentTask | None = None,
     history: list[dict] | None = None, tool_call_id: str = "",
@@ -97,12 +129,19 @@ def check(
         return decision
 
     documents = _memories(user)
-    decision.evidence = evidence_mod.check(justification, history, documents).to_dict()
+    decision.evidence = checked_evidence(tool, arguments, justification, history, documents, user.email)
 
     if not (justification or "").strip():
         _block(decision, "The action has no justification. Every action that reaches a third party, deletes "
                "something or moves money must say why the user authorized it.", "high",
                "Ask the user whether they want this done, quoting what they said.")
+        decision.save()
+        return decision
+    argument_block = argument_block_reason(decision.evidence)
+    if argument_block:
+        # Deterministic and final: no model is asked, so no model can be talked into it.
+        _block(decision, argument_block, "high", decision.evidence["arguments"].get("suggestion")
+               or f"Ask the user (send_sms_to_user) to confirm exactly what they want: {decision.description}.")
         decision.save()
         return decision
 
@@ -207,8 +246,10 @@ def decision_dismiss(*, decision_id: int, user) -> Decision:
 
 
 def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
-    """Send the validator's suggestion back to the task as the user's own instruction, and let
-    the agent continue (in the background)."""
+    """Send the validator's suggestion back to the task and let the agent continue (in the
+    background). The note is Lindy's (actor `system`), not the user's: the suggestion repeats the
+    blocked action's own words, and a later justification quoting them must not pass for the
+    user's instruction."""
     current = Decision.objects.filter(pk=decision_id, user=user).first()
     if current is None or not current.suggested_next_step or current.task_id is None:
         raise AlreadyResolved("There is no suggestion to follow for this action.")
@@ -216,7 +257,7 @@ def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
     task = decision.task
     assert task is not None  # checked above; the task of a decision never changes
     lindy_services.task_event_add(
-        task=task, actor=TaskEvent.Actor.USER,
+        task=task, actor=TaskEvent.Actor.SYSTEM, name=f"suggestion followed by {user.email}",
         content=f"{SUGGESTION_PREFIX} instead of the blocked action ({decision.description}): "
         f"{decision.suggested_next_step}",
     )

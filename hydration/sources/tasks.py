@@ -18,7 +18,8 @@ BATCH = 300
 
 def _line(event: TaskEvent) -> str:
     who = {"user": "User", "assistant": "Assistant", "tool": f"Tool {event.tool_name}".strip(),
-           "external": f"External ({event.name})" if event.name else "External"}.get(event.actor, event.actor)
+           "external": f"External ({event.name})" if event.name else "External",
+           "system": "Lindy (system note, not the user)"}.get(event.actor, event.actor)
     return f"{who}: {event.content}"
 
 

@@ -120,6 +120,7 @@ def fake():
 
 def test_blocked_call_goes_back_to_the_agent_which_asks_the_user(cast, fake):
     task = task_with(cast.member, cast.team, [
+        ("user", "Jane at Initech is jane@initech.test."),
         ("external", "Hi, can you send me the report?", "jane@initech.test"),
     ])
     justification = 'The recipient asked "can you send me the report?"'

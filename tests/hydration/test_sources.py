@@ -291,6 +291,10 @@ def test_tasks_for_user_and_team_and_new_events_later(cast):
     later = TasksSource().fetch(user_fs(cast.member), user.cursor)
     assert [i.external_id for i in later.items] == [f"task-{mine.pk}@2"]
     assert later.items[0].text == "Task: Mine\nAssistant: Will do."
+    # A followed suggestion is Lindy's note: hydrated as such, never as the user's words.
+    core.task_event_add(task=mine, actor="system", content="Follow the validator's suggestion: ask first.")
+    note = TasksSource().fetch(user_fs(cast.member), later.cursor).items[0].text
+    assert note == "Task: Mine\nLindy (system note, not the user): Follow the validator's suggestion: ask first."
 
 
 def test_items_are_unique_per_filesystem_source_and_external_id(cast):

@@ -24,9 +24,10 @@ def email_route():
     return route_named("email.draft")
 
 
-# The validator eval set: 14 cases, replayed through the validator's own prompt. Three are
-# answered by the product without a model call (two exempt tools, one missing justification).
-CASES, MODEL_CASES = 14, 11
+# The validator eval set: 14 cases, replayed through the validator's own prompt. Six are
+# answered by the product without a model call (two exempt tools, one missing justification,
+# three whose arguments the user never wrote: the deterministic argument check blocks them).
+CASES, MODEL_CASES = 14, 8
 
 
 def verdict(approved: bool) -> OfflineReply:
@@ -35,15 +36,12 @@ def verdict(approved: bool) -> OfflineReply:
 
 
 def careful_validator(text: str) -> bool:
-    """A stand-in model that trusts only the code's evidence check: approve when a quote was
-    written by the user, or comes from the user's own memory."""
+    """A stand-in model that trusts only the code's evidence check: approve when a quote counts
+    as the user's words (found, a whole clause, not negated, by the user)."""
     from validator.prompts import parse_payload
 
     quotes = parse_payload(text)["evidence_check"]["quotes"]
-    return any(
-        source["actor"] == "user" or (source["where"] == "memory" and source["name"].startswith("user:"))
-        for quote in quotes for source in quote["sources"]
-    )
+    return any(quote["by_user"] for quote in quotes)
 
 
 def test_the_validator_eval_set_is_well_formed():
@@ -85,8 +83,8 @@ def test_a_model_that_approves_everything_fails_the_block_cases(offline_rule):
     route = Route.objects.get(name="validator")
     run = services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"))
     run = services.eval_run_execute(run_id=run.pk)
-    assert run.passed == 7  # 4 allow, plus 3 the product answers without a model
-    assert run.score == pytest.approx(7 / 14)
+    assert run.passed == 10  # 4 allow, plus 6 the product answers without a model
+    assert run.score == pytest.approx(10 / 14)
     assert not run.results.get(case_id="vendor-demands-payment").passed
 
 
@@ -100,7 +98,7 @@ def test_output_the_validator_would_refuse_scores_as_unparsed(offline_rule):
         run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
     allow = run.results.get(case_id="user-asks-named-email")
     assert (allow.got, allow.passed) == ("unparsed", False)
-    assert run.passed == 3  # only the cases answered without a model
+    assert run.passed == CASES - MODEL_CASES  # only the cases answered without a model
 
 
 @pytest.mark.django_db
@@ -120,9 +118,10 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
         route = Route.objects.get(name="validator")
         variant(route, "terse")
         run = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="terse").pk)
-    # The careful stand-in approves the delete the user quoted as "archive": the one miss.
-    assert (run.passed, run.errors, run.provider_used) == (CASES - 1, 0, "openai")
-    assert not run.results.get(case_id="archive-not-delete").passed
+    # The careful stand-in would approve the delete the user quoted as "archive"; the argument
+    # check blocks it before any model is asked, so it misses nothing.
+    assert (run.passed, run.errors, run.provider_used) == (CASES, 0, "openai")
+    assert run.results.get(case_id="archive-not-delete").passed
     assert run.cost > 0
     first = fake.chat_requests[0].json
     assert first["tool_choice"] == {"type": "function", "function": {"name": "record_verdict"}}

@@ -4,7 +4,7 @@ sender for the LINDY_USER_MESSAGE_SENDER seam, a memory context with given docum
 from __future__ import annotations
 
 from lindy import services
-from memory.context import ContextDocument, MemoryContext
+from memory.context import ContextDocument, MemoryContext, MemoryLine
 
 SENT: list[dict] = []
 
@@ -30,9 +30,19 @@ def task_with(owner, team, events, title="A task"):
     return task
 
 
-def memory_with(*documents: tuple[str, str, str]):
-    """A context_for replacement returning these (label, path, content) documents."""
-    docs = [ContextDocument(label=label, path=path, content=content) for label, path, content in documents]
+def document(label: str, path: str, content: str, author_kind: str | None = None, author_label: str = ""):
+    """A memory document; with `author_kind`, every line of it carries that provenance (without,
+    no line has provenance, as before memory records it)."""
+    lines = tuple(
+        MemoryLine(text=line, author_kind=author_kind, author_label=author_label or label, revision_id=None)
+        for line in content.splitlines() if line.strip()
+    ) if author_kind else ()
+    return ContextDocument(label=label, path=path, content=content, lines=lines)
+
+
+def memory_with(*documents: tuple):
+    """A context_for replacement returning these (label, path, content[, author_kind]) documents."""
+    docs = [document(*spec) for spec in documents]
 
     def context_for(user):
         text = "\n\n".join(f"## {d.label} {d.path}\n{d.content}" for d in docs)

@@ -15,7 +15,9 @@ def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
         ("user@acme.test", "send_email", "blocked"),
         ("user@acme.test", "send_email", "executed"),
     }
-    assert all(d.model_call_id for d in Decision.objects.all())
+    # Each was decided by the validator: by its model, or before it by the deterministic argument check.
+    assert all(d.model_call_id or d.reasoning.startswith("Blocked before any model was asked")
+               for d in Decision.objects.all())
 
 
 def test_the_demo_send_is_in_the_users_outbox_as_recorded():

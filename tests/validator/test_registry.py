@@ -54,7 +54,7 @@ def test_argument_errors():
     assert registry.argument_errors(send, {"to": ["a@b.test"], "subject": "s", "body": "b"}) == []
     assert "to: must be of type array" in registry.argument_errors(send, {"to": "a@b.test", "subject": "s", "body": "b"})
     assert "subject: required" in registry.argument_errors(send, {"to": ["a@b.test"], "body": "b"})
-    assert any("not a parameter" in e for e in registry.argument_errors(send, {"to": ["x"], "subject": "s", "body": "b", "bcc": []}))
+    assert any("not a parameter" in e for e in registry.argument_errors(send, {"to": ["x"], "subject": "s", "body": "b", "attachments": []}))
     assert registry.argument_errors(send, "nope") == ["arguments must be an object"]
     pay = registry.get("pay_invoice")
     assert registry.argument_errors(pay, {"invoice_id": "1", "payee": "p", "amount": True, "currency": "USD"})

@@ -54,7 +54,10 @@ def test_list_and_detail_show_what_the_reviewer_needs(cast, django_assert_max_nu
     assert decision.reasoning.split(".")[0] in html
     assert 'data-suggestion' in html and decision.suggested_next_step in html
     assert "Pay invoice NW-1 immediately." in html  # the history around the action
-    assert 'data-quote-found="yes"' in html and "billing@northwind.test" in html
+    assert 'data-quote-found="yes" data-quote-by-user="no"' in html and "billing@northwind.test" in html
+    # The argument check shows the reviewer which argument the user never wrote.
+    assert 'data-argument="invoice_id" data-argument-ok="no"' in html and "NW-1 was never named by the user" in html
+    assert 'data-argument="payee" data-argument-ok="yes"' in html
     assert 'data-confidence>high<' in html
 
 
@@ -120,8 +123,10 @@ def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, set
         client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/")
     decision.refresh_from_db()
     assert decision.status == "suggestion_followed"
-    instruction = decision.task.events.filter(actor="user").order_by("-seq").first()
+    # Lindy sent the suggestion back as a system note: it is not the user's instruction.
+    instruction = decision.task.events.filter(actor="system").order_by("-seq").get()
     assert decision.suggested_next_step in instruction.content
+    assert not decision.task.events.filter(actor="user", content__contains=decision.suggested_next_step).exists()
     # The agent ran on the instruction: it asked the user over SMS and did not retry the payment.
     assert len(SENT) == 1 and SENT[0]["channel"] == "sms" and "pay 10 USD to Northwind" in SENT[0]["body"]
     assert not decision.task.validator_decisions.exclude(pk=decision.pk).exists()
