@@ -32,7 +32,8 @@ BUCKETS = 10_000
 ALL_ROUTES = ""
 
 DEFAULT_PROVIDERS = [
-    {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": "ANTHROPIC_API_KEY"},
+    # Its key is the ANTHROPIC_API_KEY setting (router.providers.anthropic), not a per-row variable.
+    {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": ""},
     {"name": "offline", "kind": "offline", "base_url": "", "api_key_env": ""},
 ]
 DEFAULT_TARGETS: list[dict[str, Any]] = [
