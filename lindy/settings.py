@@ -189,7 +189,22 @@ else:
         "control_folder": str(_broker_dir / "control"),
         "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     }
+# Queues: one per class of work, so the 3 s debounce never waits behind an agent run (10 min),
+# a hydration (25 min) or an eval run (1 h). Every name derives from CELERY_QUEUE (the tests give
+# each xdist worker its own): "<CELERY_QUEUE>.<class>"; tasks not listed use "<CELERY_QUEUE>"
+# (heartbeat, beat ticks, attachments). The Procfile runs a worker per queue
+# (`-Q ${CELERY_QUEUE:-lindy}.<class>`); lindy.queue.all_queues() lists them all.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
+LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
+    "channels": ["channels_app.tasks.debounce_fire", "channels_app.tasks.bundle_dispatch",
+                 "channels_app.tasks.debounce_recover"],
+    "agent": ["agent.tasks.agent_run", "validator.tasks.agent_run"],
+    "hydration": ["hydration.tasks.hydrate"],
+    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check"],
+}
+CELERY_TASK_ROUTES = {
+    task: {"queue": f"{CELERY_TASK_DEFAULT_QUEUE}.{kind}"} for kind, tasks in LINDY_QUEUE_CLASSES.items() for task in tasks
+}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
