@@ -1,0 +1,121 @@
+"""`make bench`: the 3 s debounce while hydration and evals run.
+
+Real Celery workers on Redis, one per queue class as the Procfile runs them (channels,
+hydration, evals); hydration runs and offline eval runs are queued first, then several people
+text the assistant (two messages each, half a second apart). Prints the p95 of the time from a
+conversation's last message to the agent being handed its bundle:
+`debounce: p95 X s after the last message (goal ≤ 3.3 s) PASS/FAIL`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from django.conf import settings
+from django.test import Client, override_settings
+from django.utils import timezone
+
+GOAL_SECONDS = 3.3
+CONVERSATIONS = 6
+HYDRATIONS = 10
+MEETINGS = 20  # per hydration
+EVALS = 6
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _send(profile, line, text, chat_id) -> float:
+    from tests.fakes.linq import message_received, signed
+
+    body, headers = signed(message_received(sender=profile.phone, line=line.phone, text=text, chat_id=chat_id))
+    response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
+    assert response.status_code == 200, response.content
+    return time.time()
+
+
+def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch, capsys):
+    if not settings.REDIS_URL:
+        pytest.skip("the debounce bench needs Redis: set REDIS_URL or run a server on 127.0.0.1:6379")
+    from hydration import services as hydration
+    from hydration.models import Run
+    from lindy import queue
+    from lindy import services as core
+    from lindy.celery import app
+    from lindy.models import Membership
+    from memory import services as memory
+    from router import routing
+    from router import services as router
+    from router.models import EvalRun, Route, Target
+    from tests.channels_app import recorder
+    from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
+    from tests.factories import TeamFactory, member_of
+    from tests.fakes.linq import FakeLinq
+    from tests.fixtures.celery_worker import WorkerProcess
+
+    app.loader.import_default_modules()  # every app's tasks, as a worker has them
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    with app.connection_for_write() as conn:
+        for name in queue.all_queues():
+            conn.default_channel.queue_purge(name)
+    workers = []
+    with FakeLinq() as linq:
+        wiring = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
+                  "CHANNELS_DEBOUNCE_SECONDS": "3"}
+        for key, value in wiring.items():
+            monkeypatch.setenv(key, value)
+        with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
+                               CHANNELS_DEBOUNCE_SECONDS=3):
+            recorder.reset()
+            try:
+                # As the Procfile runs them: two processes for channels, one each for hydration and evals.
+                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("hydration", ()), ("evals", ())):
+                    workers.append(WorkerProcess(tmp_path / f"worker-{kind}.log").start(*pool, queues=[f"{base}.{kind}"]))
+
+                # Load: hydration runs over meetings, and offline eval runs of the validator.
+                team = TeamFactory(name="Bench")
+                people = [member_of(team, Membership.Role.MEMBER) for _ in range(max(HYDRATIONS, CONVERSATIONS))]
+                for n, person in enumerate(people[:HYDRATIONS]):
+                    for m in range(MEETINGS):
+                        core.meeting_create(team=team, owner=person, title=f"Sync {n}-{m}", occurred_at=timezone.now(),
+                                            notes=f"We always deploy service {n}-{m} to staging before prod.")
+                    hydration.run_trigger(filesystem=memory.filesystem_for_user(person), trigger="manual", user=person)
+                routing.ensure_defaults()
+                offline = Target.objects.get(name="offline-rules")
+                for _ in range(EVALS):
+                    run = router.eval_run_create(route=Route.objects.get(name="validator"), target=offline,
+                                                 variant="default", actor=None)
+                    queue.enqueue("router.tasks.eval_run", run.pk)
+
+                # The conversations, while that work is queued or running.
+                busy_at_start = (Run.objects.filter(status__in=Run.ACTIVE).count(),
+                                 EvalRun.objects.filter(status__in=[EvalRun.Status.QUEUED, EvalRun.Status.RUNNING]).count())
+                last: dict[str, float] = {}
+                for n, person in enumerate(people[:CONVERSATIONS]):
+                    line = SendingNumberFactory(phone=f"+1415555{n:04d}")
+                    profile = TextingProfileFactory(user=person, phone=f"+1650555{n:04d}", number=line)
+                    _send(profile, line, "hey", f"chat-{n}")
+                    time.sleep(0.5)
+                    last[f"imessage:chat-{n}"] = _send(profile, line, "what's on today?", f"chat-{n}")
+                busy_hydrations = Run.objects.filter(status__in=Run.ACTIVE).count()
+                busy_evals = EvalRun.objects.filter(status__in=[EvalRun.Status.QUEUED, EvalRun.Status.RUNNING]).count()
+
+                deadline = time.time() + 90
+                while len(recorder.calls()) < CONVERSATIONS and time.time() < deadline:
+                    time.sleep(0.1)
+                calls = recorder.calls()
+                assert len(calls) == CONVERSATIONS, workers[0].log()
+            finally:
+                for worker in workers:
+                    worker.stop()
+                recorder.reset()
+    delays = sorted(call["at"] - last[call["conversation_ref"]] for call in calls)
+    p95 = statistics.quantiles(delays, n=20)[-1]
+    verdict = "PASS" if p95 <= GOAL_SECONDS else "FAIL"
+    with capsys.disabled():
+        print(f"\ndebounce: p95 {p95:.2f} s after the last message (goal ≤ {GOAL_SECONDS:g} s) {verdict}  "
+              f"({CONVERSATIONS} conversations; hydration and eval runs queued or running: "
+              f"{busy_at_start[0]} and {busy_at_start[1]} at the first message, "
+              f"{busy_hydrations} and {busy_evals} at the last)")
+    assert p95 <= GOAL_SECONDS
