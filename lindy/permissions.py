@@ -2,7 +2,8 @@
 
 Each app keeps the rules about its own objects in `<app>/permissions.py`, built from these
 primitives; every view and API endpoint asks its app's module. Roles: a team `member` or `admin` (Membership.role), support staff (User.is_support:
-channel health across teams, never memory, message bodies or actions) and Django
+channel health across teams, never memory, message bodies or actions, even when they are in a team:
+`can_use_workspace`) and Django
 superusers (manage models and routing, use the admin). Another team's objects are
 not "forbidden" but absent: lookups go through the visible_* querysets, so they 404.
 """
@@ -66,8 +67,11 @@ def is_superuser(user) -> bool:
 # Sections of the product, as the navigation shows them.
 
 def can_use_workspace(user) -> bool:
-    """Memory, tasks, meetings, blocked actions: anyone who belongs to a team."""
-    return bool(_roles(user))
+    """Memory, tasks, meetings, blocked actions, the outbox, texting the assistant: anyone who
+    belongs to a team, except support staff. This is the one rule behind every read of a body
+    (task events, meeting notes, memory, messages): support staff never read bodies, whatever
+    teams they are in, so a membership given to a support account opens none of them."""
+    return bool(_roles(user)) and not is_support(user)
 
 
 # Objects.
@@ -101,7 +105,7 @@ def visible_meetings(user) -> QuerySet[Meeting]:
 def team_for_new_object(user, team_id: int | None) -> Team:
     """The team a new task or meeting belongs to: the one asked for, if the user is in it,
     otherwise their only team. Raises Http404 for a team they are not in."""
-    teams = team_ids(user)
+    teams = team_ids(user) if can_use_workspace(user) else []
     if team_id is None:
         if not teams:
             raise Http404("You do not belong to any team.")

@@ -4,6 +4,7 @@ Services send tasks by name so that no service imports a tasks module (tasks imp
 never the other way round; import-linter holds it). Looking the task up in the app's registry,
 rather than `send_task`, keeps the task's own options and honours CELERY_TASK_ALWAYS_EAGER.
 Each app registers its tasks when it loads (celery autodiscovery, or its AppConfig.ready).
+Which queue a task goes to is settings.CELERY_TASK_ROUTES (one queue per class of work).
 """
 
 from __future__ import annotations
@@ -11,8 +12,16 @@ from __future__ import annotations
 import logging
 
 from celery import current_app
+from django.conf import settings
 
 logger = logging.getLogger(__name__)
+
+
+def all_queues() -> list[str]:
+    """Every queue a task may be routed to (settings.CELERY_TASK_ROUTES): the default queue,
+    then one per class of work. A worker that must run everything consumes all of them."""
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    return [base, *(f"{base}.{kind}" for kind in settings.LINDY_QUEUE_CLASSES)]
 
 
 def enqueue(task_name: str, *args, countdown: float | None = None) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from lindy.secret_key import generated_secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("LINDY_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -31,7 +33,8 @@ DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 if DEBUG:
-    SECRET_KEY = SECRET_KEY or "dev-only-insecure-key-do-not-use-in-production"
+    # Never a public constant: it also keys the stored tokens' encryption (lindy.encryption).
+    SECRET_KEY = SECRET_KEY or generated_secret_key(VAR_DIR)
     ALLOWED_HOSTS = ALLOWED_HOSTS or ["localhost", "127.0.0.1", "[::1]", "testserver"]
 else:
     missing = [name for name, value in (("SECRET_KEY", SECRET_KEY), ("ALLOWED_HOSTS", ALLOWED_HOSTS)) if not value]
@@ -138,6 +141,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# WhiteNoise serves static files in every mode (the runserver in the Procfile serves none with
+# DEBUG off) and finds them where the apps keep them, so `DEBUG=0` needs no collectstatic step.
+WHITENOISE_USE_FINDERS = True
 
 # Request bodies larger than this get a 4xx before any view sees them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 2 * 1024 * 1024))
@@ -183,7 +189,22 @@ else:
         "control_folder": str(_broker_dir / "control"),
         "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     }
+# Queues: one per class of work, so the 3 s debounce never waits behind an agent run (10 min),
+# a hydration (25 min) or an eval run (1 h). Every name derives from CELERY_QUEUE (the tests give
+# each xdist worker its own): "<CELERY_QUEUE>.<class>"; tasks not listed use "<CELERY_QUEUE>"
+# (heartbeat, beat ticks, attachments). The Procfile runs a worker per queue
+# (`-Q ${CELERY_QUEUE:-lindy}.<class>`); lindy.queue.all_queues() lists them all.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
+LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
+    "channels": ["channels_app.tasks.debounce_fire", "channels_app.tasks.bundle_dispatch",
+                 "channels_app.tasks.debounce_recover"],
+    "agent": ["agent.tasks.agent_run", "validator.tasks.agent_run"],
+    "hydration": ["hydration.tasks.hydrate"],
+    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check"],
+}
+CELERY_TASK_ROUTES = {
+    task: {"queue": f"{CELERY_TASK_DEFAULT_QUEUE}.{kind}"} for kind, tasks in LINDY_QUEUE_CLASSES.items() for task in tasks
+}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"

@@ -16,14 +16,48 @@ MAX_PATH_LENGTH = 255
 MAX_SEGMENT_LENGTH = 100
 
 
+# Letters of other scripts that render like the Latin letters of "index.md" and "master.md"
+# (after NFKC and case folding, which already handle full-width and mathematical letters).
+_CONFUSABLES = str.maketrans({
+    "\u0456": "i", "\u0131": "i", "\u03b9": "i", "\u0269": "i", "\u04cf": "i", "\u026a": "i", "\u13a5": "i",
+    "\u0578": "n", "\u0274": "n", "\u0501": "d", "\u0435": "e", "\u04bd": "e", "\u212e": "e", "\u1971": "e",
+    "\u0445": "x", "\u03c7": "x", "\u00d7": "x", "\u043c": "m", "\u03bc": "m", "\u0430": "a", "\u0251": "a",
+    "\u03b1": "a", "\u237a": "a", "\u0455": "s", "\ua731": "s", "\u0442": "t", "\u03c4": "t", "\u0433": "r",
+    "\u1d26": "r", "\uab47": "r", "\uab48": "r",
+})
+
+
 class PathError(ValueError):
     """A path that can never name a memory file."""
 
 
+def special_name_key(name: str) -> str:
+    """How a file name compares with the special names: NFKC, case folded, lookalike letters of
+    other scripts mapped to Latin, whitespace and invisible characters dropped."""
+    if name.isascii():  # the common case, without a per-character loop
+        return "".join(name.split()).lower()
+    folded = unicodedata.normalize("NFKC", name).casefold().translate(_CONFUSABLES)
+    return "".join(ch for ch in folded if not (ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc", "Mn")))
+
+
+def special_lookalike(raw: str) -> str | None:
+    """The special name (index.md or master.md) that `raw` poses as without being it exactly,
+    or None. Only the root holds special files, so only a root-level name can pose as one."""
+    if raw in SPECIAL or "/" in raw.strip():
+        return None
+    key = special_name_key(raw)
+    return next((name for name in SPECIAL if key == name), None)
+
+
 def clean_path(raw: str) -> str:
-    """The canonical form of `raw`, or PathError saying what is wrong with it."""
+    """The canonical form of `raw`, or PathError saying what is wrong with it. Every path
+    check goes through here, so a lookalike of a special name is refused wherever it enters."""
     if not isinstance(raw, str):
         raise PathError("A path must be text.")
+    posing_as = special_lookalike(raw)
+    if posing_as is not None:
+        raise PathError(f"{raw!r} looks like {posing_as} but is not it: the special files are named exactly "
+                        f"{INDEX} and {MASTER}, in lowercase Latin letters.")
     path = raw.strip()
     if not path:
         raise PathError("A path is required.")

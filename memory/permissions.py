@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from lindy.permissions import can_use_workspace, get_visible_or_404, is_support, is_team_admin, team_ids
+from lindy.permissions import can_use_workspace, get_visible_or_404, is_team_admin, team_ids
 
 from .models import FileSystem
 
@@ -13,7 +13,8 @@ __all__ = ["can_edit_filesystem", "can_use_memory", "get_visible_or_404", "visib
 
 
 def can_use_memory(user) -> bool:
-    return can_use_workspace(user) and not is_support(user)
+    # Support staff are excluded by the core's one rule (lindy.permissions.can_use_workspace).
+    return can_use_workspace(user)
 
 
 def visible_filesystems(user) -> QuerySet[FileSystem]:

@@ -45,8 +45,8 @@ STAGES = [
 
 def _hosts() -> dict[str, Provider]:
     specs = [
-        ("atlas", "https://api.atlascloud.ai/v1", "ATLAS_API_KEY"),
-        ("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+        ("atlas", "https://api.atlascloud.ai/v1", "LINDY_PROVIDER_KEY_ATLAS"),
+        ("deepseek", "https://api.deepseek.com/v1", "LINDY_PROVIDER_KEY_DEEPSEEK"),
     ]
     hosts = {}
     for name, url, env in specs:

@@ -7,6 +7,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 
+from .provider_keys import validate_provider_key_env
+
 
 class Provider(models.Model):
     """An inference host. OpenAI-compatible hosts have a base URL and an API key read from
@@ -21,7 +23,8 @@ class Provider(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     base_url = models.URLField(blank=True, help_text="e.g. https://api.example.com/v1 (chat completions host).")
     api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Name of the environment variable that holds the API key."
+        max_length=100, blank=True, validators=[validate_provider_key_env],
+        help_text="Name of the environment variable that holds the API key: LINDY_PROVIDER_KEY_<NAME>.",
     )
     timeout_seconds = models.PositiveIntegerField(default=60)
     max_retries = models.PositiveSmallIntegerField(default=2)

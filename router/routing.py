@@ -1,11 +1,20 @@
 """Which target serves a route for a user, and why.
 
 The decision is a pure function of a routing table (routes, their baselines, active
-rollouts, targets, users' explicit choices) and the user (id, internal flag). The table is
-read from the database once and kept twice: in the Django cache under a version key (shared
-by every process) and in process memory. A change to a route, target, provider, rollout,
-variant or choice bumps the version (router.signals), so the next call in every process
-reloads it. In the steady state choosing a target costs one cache GET and no database query.
+rollouts, targets), the user's explicit choices and the user (id, internal flag). A change to
+a route, target, provider, rollout, variant or choice bumps a version key in the Django cache
+(router.signals), shared by every process.
+
+Choosing a target must cost microseconds next to the decision itself, so nothing on the hot
+path talks to Redis on every call:
+- the table lives in process memory and is checked against the version key at most once a
+  second (CHECK_EVERY): a change made in another process is seen within a second, one made in
+  this process at once; a new version is read from the cache (one GET) or the database;
+- a user's explicit choices are not part of the table (a table holding every user's choices
+  would be loaded into every process): they are looked up for that one user when a call is
+  made for them (process memory, then the shared cache, then the database) and kept in process
+  memory, for the current version only and for at most CHOICE_TTL seconds.
+If the cache cannot be reached, the table and choices are read from the database.
 
 Bucketing: sha256("{salt}:{user_id}") into 10,000 buckets; a user is on the candidate when
 bucket < percent × 100. The bucket never changes for a (rollout, user), so raising the
@@ -15,7 +24,9 @@ percentage keeps everyone already on the candidate (monotonic).
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
@@ -26,13 +37,22 @@ from django.db import transaction
 
 from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 
+logger = logging.getLogger(__name__)
+
 VERSION_KEY = "router:table:version"
 TABLE_KEY = "router:table:{version}"
+CHOICES_KEY = "router:choices:{version}:{user_id}"
+# Seconds a process trusts its table before checking the version key again.
+CHECK_EVERY = 1.0
+# Seconds a process keeps one user's choices (for the current version only), and how many users.
+CHOICE_TTL = 60.0
+MAX_CACHED_USERS = 10_000
 BUCKETS = 10_000
 ALL_ROUTES = ""
 
 DEFAULT_PROVIDERS = [
-    {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": "ANTHROPIC_API_KEY"},
+    # Its key is the ANTHROPIC_API_KEY setting (router.providers.anthropic), not a per-row variable.
+    {"name": "anthropic", "kind": "anthropic", "base_url": "", "api_key_env": ""},
     {"name": "offline", "kind": "offline", "base_url": "", "api_key_env": ""},
 ]
 DEFAULT_TARGETS: list[dict[str, Any]] = [
@@ -150,8 +170,10 @@ class RouteInfo:
 class Table:
     targets: dict[int, TargetInfo]
     routes: dict[str, RouteInfo]
-    # user id -> {route name or ALL_ROUTES: target id}
-    choices: dict[int, dict[str, int]]
+
+
+# One user's explicit choices: {route name or ALL_ROUTES: target id}.
+Choices = dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -180,12 +202,13 @@ def on_candidate(bucket: int, percent) -> bool:
     return bucket < int((Decimal(str(percent)) * BUCKETS / 100).to_integral_value())
 
 
-def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: bool) -> Assignment:
-    """Explicit choice, then internal users, then the user's bucket, then the baseline."""
+def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: bool,
+           chosen: Choices | None = None) -> Assignment:
+    """Explicit choice (`chosen`: the user's choices), then internal users, then the user's
+    bucket, then the baseline."""
     baseline = table.targets[route.baseline_id]
     rollout = route.rollout
-    if user_id is not None:
-        chosen = table.choices.get(user_id, {})
+    if user_id is not None and chosen:
         target_id = chosen.get(route.name, chosen.get(ALL_ROUTES))
         if target_id is not None and target_id in table.targets:
             if rollout and target_id == rollout.candidate_id:
@@ -235,7 +258,17 @@ def decide(table: Table, route: RouteInfo, user_id: int | None, is_internal: boo
 
 # The cached table -----------------------------------------------------------------------
 
-_local = threading.local()
+
+@dataclass(frozen=True)
+class _Local:
+    version: str
+    table: Table
+    checked_at: float
+
+
+_local: _Local | None = None  # this process's table; replaced whole, so threads never see half of it
+_choices: dict[int, tuple[str, float, Choices]] = {}  # user id -> (version, loaded at, choices)
+_lock = threading.Lock()
 
 
 def _load() -> dict:
@@ -254,10 +287,7 @@ def _load() -> dict:
         }
         for r in Route.objects.all()
     }
-    choices: dict[int, dict[str, int]] = {}
-    for user_id, route, target_id in ModelChoice.objects.values_list("user_id", "route", "target_id"):
-        choices.setdefault(user_id, {})[route] = target_id
-    return {"targets": targets, "routes": routes, "choices": choices}
+    return {"targets": targets, "routes": routes}
 
 
 def _build(raw: dict) -> Table:
@@ -265,11 +295,7 @@ def _build(raw: dict) -> Table:
     for name, row in raw["routes"].items():
         rollout = RolloutInfo(**row["rollout"]) if row["rollout"] else None
         routes[name] = RouteInfo(**{**row, "rollout": rollout})
-    return Table(
-        targets={int(k): TargetInfo(**v) for k, v in raw["targets"].items()},
-        routes=routes,
-        choices={int(k): dict(v) for k, v in raw["choices"].items()},
-    )
+    return Table(targets={int(k): TargetInfo(**v) for k, v in raw["targets"].items()}, routes=routes)
 
 
 def _version() -> str:
@@ -281,17 +307,70 @@ def _version() -> str:
 
 
 def table() -> Table:
-    version = _version()
-    if getattr(_local, "version", None) == version:
-        return _local.table
+    """The routing table: from process memory while it is less than CHECK_EVERY old, then
+    checked against the shared version (one cache GET) and reloaded only if it changed."""
+    global _local
+    local, now = _local, time.monotonic()
+    if local is not None and now - local.checked_at < CHECK_EVERY:
+        return local.table
+    try:
+        version = _version()
+    except Exception:  # the cache is unreachable: the database is the truth
+        logger.warning("routing: the cache is unreachable, reading the table from the database", exc_info=True)
+        return _build(_load())
+    if local is not None and local.version == version:
+        _local = _Local(version, local.table, now)
+        return local.table
     key = TABLE_KEY.format(version=version)
     raw = cache.get(key)
     if raw is None:
         raw = _load()
         cache.set(key, raw, timeout=24 * 3600)
     built = _build(raw)
-    _local.version, _local.table = version, built
+    _local = _Local(version, built, now)
     return built
+
+
+def user_choices(user_id: int) -> Choices:
+    """One user's explicit choices, for the table's current version: from process memory, else
+    the shared cache, else the database (one query), kept here for at most CHOICE_TTL seconds."""
+    table()  # refreshes the version at most once a second
+    local = _local
+    version = local.version if local is not None else ""
+    now = time.monotonic()
+    held = _choices.get(user_id)
+    if held is not None and held[0] == version and now - held[1] < CHOICE_TTL:
+        return held[2]
+    chosen = _user_choices_shared(version, user_id) if version else _user_choices_from_db(user_id)
+    with _lock:
+        if len(_choices) >= MAX_CACHED_USERS:
+            _choices.clear()
+        _choices[user_id] = (version, now, chosen)
+    return chosen
+
+
+def _user_choices_shared(version: str, user_id: int) -> Choices:
+    key = CHOICES_KEY.format(version=version, user_id=user_id)
+    try:
+        chosen = cache.get(key)
+        if chosen is None:
+            chosen = _user_choices_from_db(user_id)
+            cache.set(key, chosen, timeout=3600)
+    except Exception:
+        logger.warning("routing: the cache is unreachable, reading choices from the database", exc_info=True)
+        return _user_choices_from_db(user_id)
+    return chosen
+
+
+def _user_choices_from_db(user_id: int) -> Choices:
+    return dict(ModelChoice.objects.filter(user_id=user_id).values_list("route", "target_id"))
+
+
+def forget_local() -> None:
+    """Drop this process's table and choices: what a fresh process has."""
+    global _local
+    _local = None
+    _choices.clear()
 
 
 def invalidate() -> None:
@@ -302,8 +381,11 @@ def invalidate() -> None:
 
 
 def _bump() -> None:
-    cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
-    _local.version = None
+    forget_local()  # this process sees its own change at once, others within CHECK_EVERY
+    try:
+        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+    except Exception:  # unreachable: other processes keep their table until it answers again
+        logger.warning("routing: could not bump the table version", exc_info=True)
 
 
 # Setup -----------------------------------------------------------------------------------
@@ -355,7 +437,8 @@ def assign(route: str, user=None) -> Assignment:
     `is_internal` flag is read from the object, no query) or None."""
     info = _route_info(route)
     user_id = getattr(user, "pk", None)
-    return decide(table(), info, user_id, bool(getattr(user, "is_internal", False)))
+    chosen = user_choices(user_id) if user_id is not None else None
+    return decide(table(), info, user_id, bool(getattr(user, "is_internal", False)), chosen)
 
 
 def assign_target(route: str, target_id: int, variant: str = "default") -> Assignment:

@@ -8,6 +8,7 @@ from django.test import Client
 
 from lindy import services
 from lindy.models import Membership
+from router import routing
 from tests.factories import TeamFactory, UserFactory, member_of
 
 pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
@@ -15,8 +16,10 @@ pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """The cache outlives a test's database transaction: start every test without it."""
+    """The cache outlives a test's database transaction: start every test without it (and
+    without the routing table this process kept from the previous test)."""
     cache.clear()
+    routing.forget_local()
     yield
 
 

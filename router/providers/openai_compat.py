@@ -2,7 +2,8 @@
 
 The gateway speaks Anthropic-shaped messages and tools; this module translates them to the
 chat-completions shape and the answer back. The API key is read from the environment
-variable named on the provider row, at call time: it is never stored in the database.
+variable named on the provider row (LINDY_PROVIDER_KEY_<NAME> only: router.provider_keys), at
+call time: it is never stored in the database.
 429 and 5xx answers are retried with exponential backoff (honouring Retry-After), bounded
 by the provider's max_retries.
 """
@@ -10,11 +11,11 @@ by the provider's max_retries.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import httpx
 
+from ..provider_keys import PREFIX, is_provider_key_env, provider_api_key
 from ..types import CompletionRequest, ModelError, ProviderReply, ToolCall, Usage, content_text
 
 FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -162,7 +163,10 @@ def _retry_after(response: httpx.Response, attempt: int) -> float:
 def complete(request: CompletionRequest, target=None) -> ProviderReply:
     if target is None or not target.base_url:
         raise ModelError("This OpenAI-compatible target has no provider base URL.")
-    key = os.environ.get(target.api_key_env, "") if target.api_key_env else ""
+    if target.api_key_env and not is_provider_key_env(target.api_key_env):
+        raise ModelError(f"{target.host}'s key variable {target.api_key_env} is not read: provider keys come only "
+                         f"from variables named {PREFIX}<NAME>.")
+    key = provider_api_key(target.api_key_env)
     if target.api_key_env and not key:
         raise ModelError(f"The environment variable {target.api_key_env} (API key of {target.host}) is not set.")
     url = target.base_url.rstrip("/") + "/chat/completions"

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
+from ..provider_keys import validate_provider_key_env
 from .audit import audit_event_record, snapshot
 
 ROUTE_FIELDS = ["baseline", "baseline_variant"]
@@ -83,8 +84,7 @@ def provider_check(*, kind: str, base_url: str, api_key_env: str) -> None:
     """The rules a provider obeys (also used by the provider form)."""
     if kind == Provider.Kind.OPENAI_COMPATIBLE and not base_url:
         raise ValidationError("An OpenAI-compatible provider needs a base URL.")
-    if api_key_env and not api_key_env.replace("_", "").isalnum():
-        raise ValidationError("The key variable is an environment variable name, like ATLAS_API_KEY.")
+    validate_provider_key_env(api_key_env)
 
 
 def provider_create(

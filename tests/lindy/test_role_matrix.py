@@ -17,6 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 import tests
 from lindy import services
+from lindy.models import Membership
 from tests.role_matrix import ROLES, Case
 
 
@@ -107,3 +108,50 @@ def test_navigation_shows_what_the_role_may_use(cast, role, visible, hidden):
         assert f'data-nav="{key}"' in html
     for key in hidden:
         assert f'data-nav="{key}"' not in html
+
+
+# Support staff never read bodies — task events, meeting notes, memory, messages — whatever teams
+# they are in. The same support user is made a member (and then an admin) of Acme; a plain member
+# of Acme reads every one of these bodies, the support user none of them.
+TASK_BODY = "Wire 40,000 USD to the new supplier account."
+MEETING_BODY = "Board meeting: the acquisition closes in March."
+MEMORY_BODY = "Jane's home address is 12 Elm Street."
+LISTS = {"/api/meetings"}
+
+
+def _bodies(cast) -> dict[str, str]:
+    from lindy.models import AgentTask
+    from memory import services as memory_services
+    from tests.factories import AgentTaskFactory, MeetingFactory, TaskEventFactory
+
+    task = AgentTaskFactory(team=cast.team, owner=cast.admin, visibility=AgentTask.Visibility.PUBLIC)
+    TaskEventFactory(task=task, content=TASK_BODY)
+    meeting = MeetingFactory(team=cast.team, owner=cast.admin, public=True, notes=MEETING_BODY)
+    fs = memory_services.filesystem_for_team(cast.team)
+    memory_services.file_write(filesystem=fs, path="people/jane.md", content=MEMORY_BODY, base_version=None,
+                               author_kind="person", author=cast.admin, index_description="Jane")
+    return {
+        f"/tasks/{task.pk}/": TASK_BODY,
+        f"/api/tasks/{task.pk}": TASK_BODY,
+        f"/meetings/{meeting.pk}/": MEETING_BODY,
+        f"/api/meetings/{meeting.pk}": MEETING_BODY,
+        "/api/meetings": MEETING_BODY,
+        f"/memory/{fs.pk}/files/people/jane.md": MEMORY_BODY,
+        f"/api/memory/filesystems/{fs.pk}/files/people/jane.md": MEMORY_BODY,
+        "/memory/context/": "Jane",
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [Membership.Role.MEMBER, Membership.Role.ADMIN])
+def test_support_staff_in_a_team_never_read_bodies(cast, role):
+    bodies = _bodies(cast)
+    services.membership_set(team=cast.team, user=cast.support, role=role)
+    member, support = _client(cast, "member"), _client(cast, "support")
+    for path, body in bodies.items():
+        seen = member.get(path)
+        assert seen.status_code == 200 and body in seen.content.decode(), path  # the body is there to read
+        refused = support.get(path)
+        # A list answers an empty list (200); everything else is absent (404).
+        expected = (200, 404) if path in LISTS else (404,)
+        assert refused.status_code in expected and body not in refused.content.decode(), (path, refused.status_code)

@@ -50,3 +50,51 @@ def test_production_is_secure_when_configured(tmp_path):
     assert result.returncode == 0, result.stderr
     _, _, _, debug, _, hsts, secure = result.stdout.split()
     assert debug == "False" and int(hsts) > 0 and secure == "True"
+
+
+def _run_with_settings(tmp_path, code: str, **env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    clean.update(env, LINDY_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="lindy.settings")
+    return subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT, env=clean,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_without_secret_key_one_is_generated_into_var_and_reused(tmp_path):
+    """Two starts with no SECRET_KEY share one generated key, so a token encrypted by the first
+    decrypts in the second; the key is private to the owner and never the old public constant."""
+    first = _run_with_settings(
+        tmp_path, "from django.conf import settings; from lindy.encryption import encrypt; "
+                  "print(settings.SECRET_KEY); print(encrypt('xoxb-secret-token'))")
+    assert first.returncode == 0, first.stderr
+    key, token = first.stdout.split()
+    second = _run_with_settings(
+        tmp_path, f"from django.conf import settings; from lindy.encryption import decrypt; "
+                  f"print(settings.SECRET_KEY); print(decrypt({token!r}))")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == [key, "xoxb-secret-token"]
+    assert "insecure" not in key and len(key) >= 50
+    key_file = tmp_path / "var" / "secret_key"
+    assert key_file.read_text().strip() == key
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    other = _run_with_settings(tmp_path / "elsewhere", "from django.conf import settings; print(settings.SECRET_KEY)")
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.strip() != key  # generated per installation, not a constant
+
+
+def test_a_secret_key_from_the_environment_wins_and_nothing_is_written(tmp_path):
+    result = _run_with_settings(tmp_path, "from django.conf import settings; print(settings.SECRET_KEY)",
+                                SECRET_KEY="k" * 50)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "k" * 50
+    assert not (tmp_path / "var" / "secret_key").exists()
+
+
+def test_static_files_are_served_with_debug_off_without_collectstatic(tmp_path):
+    """A fresh var/ (nothing collected) and DEBUG=0: the app's own assets and the vendored CSS answer 200."""
+    code = ("from django.test import Client; c = Client(); "
+            "print(*[c.get(p, secure=True).status_code for p in "
+            "('/static/router/charts.js', '/static/vendor/pico/pico.min.css', '/static/nothing-here.js')])")
+    result = _run_with_settings(tmp_path, code, DEBUG="0", SECRET_KEY="s" * 50, ALLOWED_HOSTS="testserver")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["200", "200", "404"]
+    assert not any((tmp_path / "var" / "staticfiles").iterdir())

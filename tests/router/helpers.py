@@ -11,7 +11,7 @@ from router import routing
 from router.models import ModelCall, PromptVariant, Provider, Route, Target
 
 
-def cheap_target(name="deepseek-v4-flash-atlas", base_url="http://127.0.0.1:9/v1", key_env="ATLAS_API_KEY") -> Target:
+def cheap_target(name="deepseek-v4-flash-atlas", base_url="http://127.0.0.1:9/v1", key_env="LINDY_PROVIDER_KEY_ATLAS") -> Target:
     routing.ensure_defaults()
     host, _ = Provider.objects.get_or_create(
         name="atlas", defaults={"kind": "openai", "base_url": base_url, "api_key_env": key_env, "max_retries": 1}

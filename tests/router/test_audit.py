@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 TARGET_FORM = {"name": "flash", "provider": "openai", "model": "deepseek-v4-flash", "input_price": "0.1",
                "output_price": "0.2", "cache_write_price": "0", "cache_read_price": "0"}
 PROVIDER_FORM = {"name": "atlas", "kind": "openai", "base_url": "https://api.atlas.test/v1",
-                 "api_key_env": "ATLAS_API_KEY", "timeout_seconds": 60, "max_retries": 2}
+                 "api_key_env": "LINDY_PROVIDER_KEY_ATLAS", "timeout_seconds": 60, "max_retries": 2}
 
 
 def test_baseline_change_records_who_when_before_and_after(cast):
@@ -95,7 +95,7 @@ def test_target_and_provider_creation_are_audited(cast):
     target = Target.objects.get(name="flash")
     events = {e.object_type: e for e in AuditEvent.objects.all()}
     assert events["provider"].after["base_url"] == "https://api.atlas.test/v1"
-    assert events["provider"].after["api_key_env"] == "ATLAS_API_KEY" and events["provider"].before is None
+    assert events["provider"].after["api_key_env"] == "LINDY_PROVIDER_KEY_ATLAS" and events["provider"].before is None
     assert events["target"].after["host"] == host.pk and events["target"].after["input_price"] == "0.1"
     assert events["target"].object_id == str(target.pk)
     assert {e.actor for e in events.values()} == {cast.superuser}

@@ -15,12 +15,16 @@ def _target(id, name):
                       output_price=Decimal(1), cache_write_price=Decimal(0), cache_read_price=Decimal(0))
 
 
-def _table(percent, *, choices=None, include_internal=True):
+def _decide(table, route, user_id, is_internal, choices=None):
+    return decide(table, route, user_id, is_internal, (choices or {}).get(user_id))
+
+
+def _table(percent, *, include_internal=True):
     rollout = RolloutInfo(id=7, salt="salt-7", candidate_id=2, candidate_variant="tuned", percent=Decimal(percent),
                           include_internal=include_internal, status="running")
     route = RouteInfo(name="email.draft", baseline_id=1, baseline_variant="default", max_tokens=100, rollout=rollout)
     table = Table(targets={1: _target(1, "sonnet"), 2: _target(2, "flash"), 3: _target(3, "haiku")},
-                  routes={"email.draft": route}, choices=choices or {})
+                  routes={"email.draft": route})
     return table, route
 
 
@@ -61,18 +65,19 @@ def test_internal_users_get_the_candidate_first():
 
 def test_explicit_choice_wins_over_internal_and_bucket():
     # User 5 chose haiku for this route, user 6 sonnet for all routes, user 8 the candidate.
-    table, route = _table(100, choices={5: {"email.draft": 3}, 6: {ALL_ROUTES: 1}, 8: {ALL_ROUTES: 2}})
-    five = decide(table, route, 5, True)
+    choices = {5: {"email.draft": 3}, 6: {ALL_ROUTES: 1}, 8: {ALL_ROUTES: 2}}
+    table, route = _table(100)
+    five = _decide(table, route, 5, True, choices)
     assert (five.target.name, five.reason, five.arm, five.prompt_variant) == ("haiku", "explicit_choice", "choice", "default")
-    six = decide(table, route, 6, True)
+    six = _decide(table, route, 6, True, choices)
     assert (six.target.name, six.reason) == ("sonnet", "explicit_choice") and "all routes" in six.explanation
     # Choosing the candidate target gets the candidate's tuned prompt with it.
-    assert decide(table, route, 8, False).prompt_variant == "tuned"
+    assert _decide(table, route, 8, False, choices).prompt_variant == "tuned"
 
 
 def test_route_choice_beats_all_routes_choice():
-    table, route = _table(0, choices={9: {ALL_ROUTES: 1, "email.draft": 3}})
-    assert decide(table, route, 9, False).target.name == "haiku"
+    table, route = _table(0)
+    assert _decide(table, route, 9, False, {9: {ALL_ROUTES: 1, "email.draft": 3}}).target.name == "haiku"
 
 
 @pytest.mark.parametrize("percent", [0, 100])

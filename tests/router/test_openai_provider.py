@@ -24,7 +24,7 @@ TOOLS = [{
 @pytest.fixture
 def atlas(monkeypatch, db):
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
-        monkeypatch.setenv("ATLAS_API_KEY", FakeChatCompletions.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
         target = cheap_target(base_url=fake.base_url)
         route = Route.objects.get(name="agent")
         route.baseline = target
@@ -103,8 +103,8 @@ def test_bounded_retries_then_a_recorded_error(atlas):
 
 
 def test_missing_key_is_a_clear_error(atlas, monkeypatch):
-    monkeypatch.delenv("ATLAS_API_KEY")
-    with pytest.raises(ModelError, match="ATLAS_API_KEY"):
+    monkeypatch.delenv("LINDY_PROVIDER_KEY_ATLAS")
+    with pytest.raises(ModelError, match="LINDY_PROVIDER_KEY_ATLAS"):
         gateway.complete(route="agent", messages=[{"role": "user", "content": "hi"}])
     assert atlas.chat_requests == []
 
@@ -124,9 +124,9 @@ def test_key_is_never_stored(atlas):
     from router.models import Provider
 
     row = Provider.objects.get(name="atlas")
-    assert row.api_key_env == "ATLAS_API_KEY"
+    assert row.api_key_env == "LINDY_PROVIDER_KEY_ATLAS"
     assert FakeChatCompletions.API_KEY not in str(list(Provider.objects.values()))
-    assert routing.table().targets[atlas.target.pk].api_key_env == "ATLAS_API_KEY"
+    assert routing.table().targets[atlas.target.pk].api_key_env == "LINDY_PROVIDER_KEY_ATLAS"
 
 
 def test_tool_error_results_are_marked():

@@ -107,7 +107,7 @@ def test_targets_and_providers_forms(cast):
                                                  "timeout_seconds": 60, "max_retries": 2})
     assert bad.status_code == 400 and not Provider.objects.filter(name="atlas").exists()
     client.post("/router/providers/new/", {"name": "atlas", "kind": "openai", "base_url": "https://api.atlas.test/v1",
-                                           "api_key_env": "ATLAS_API_KEY", "timeout_seconds": 60, "max_retries": 2})
+                                           "api_key_env": "LINDY_PROVIDER_KEY_ATLAS", "timeout_seconds": 60, "max_retries": 2})
     host = Provider.objects.get(name="atlas")
     orphan = client.post("/router/targets/new/", {"name": "flash", "provider": "openai", "model": "deepseek-v4-flash",
                                                   "input_price": "0.1", "output_price": "0.2", "cache_write_price": "0",

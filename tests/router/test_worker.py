@@ -26,7 +26,7 @@ def test_eval_runs_on_a_worker(celery_worker_process, cast, monkeypatch):
     with FakeChatCompletions() as fake:
         fake.default("POST", PATH, _always_blocks)
         monkeypatch.setenv("LINDY_MODEL_OFFLINE", "0")
-        monkeypatch.setenv("ATLAS_API_KEY", fake.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
         target = cheap_target(base_url=fake.base_url)
         Route.objects.get(name="validator")
         celery_worker_process.start()

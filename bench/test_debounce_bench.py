@@ -1,0 +1,133 @@
+"""`make bench`: the 3 s debounce while hydration and evals run.
+
+Real Celery workers on Redis, one per queue class as the Procfile runs them (channels,
+hydration, evals); hydration runs and offline eval runs are queued first, then several people
+text the assistant (two messages each, half a second apart). Prints the p95 of the time from a
+conversation's last message to the agent being handed its bundle:
+`debounce: p95 X s after the last message (goal ≤ 3.3 s) PASS/FAIL`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from django.conf import settings
+from django.test import Client, override_settings
+from django.utils import timezone
+
+GOAL_SECONDS = 3.3
+CONVERSATIONS = 6
+HYDRATIONS = 10
+MEETINGS = 20  # per hydration
+EVALS = 6
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _send(profile, line, text, chat_id) -> float:
+    from tests.fakes.linq import message_received, signed
+
+    body, headers = signed(message_received(sender=profile.phone, line=line.phone, text=text, chat_id=chat_id))
+    response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
+    assert response.status_code == 200, response.content
+    return time.time()
+
+
+def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch, capsys):
+    if not settings.REDIS_URL:
+        pytest.skip("the debounce bench needs Redis: set REDIS_URL or run a server on 127.0.0.1:6379")
+    from hydration import services as hydration
+    from hydration.models import Run
+    from lindy import queue
+    from lindy import services as core
+    from lindy.celery import app
+    from lindy.models import Membership
+    from memory import services as memory
+    from router import routing
+    from router import services as router
+    from router.models import EvalRun, Route, Target
+    from tests.channels_app import recorder
+    from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
+    from tests.factories import TeamFactory, member_of
+    from tests.fakes.linq import FakeLinq
+    from tests.fixtures.celery_worker import WorkerProcess
+
+    app.loader.import_default_modules()  # every app's tasks, as a worker has them
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    with app.connection_for_write() as conn:
+        for name in queue.all_queues():
+            conn.default_channel.queue_purge(name)
+    workers = []
+    with FakeLinq() as linq:
+        wiring = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
+                  "CHANNELS_DEBOUNCE_SECONDS": "3"}
+        for key, value in wiring.items():
+            monkeypatch.setenv(key, value)
+        with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
+                               CHANNELS_DEBOUNCE_SECONDS=3):
+            recorder.reset()
+            try:
+                # As the Procfile runs them: two processes for channels, one each for hydration and evals.
+                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("hydration", ()), ("evals", ())):
+                    workers.append(WorkerProcess(tmp_path / f"worker-{kind}.log").start(*pool, queues=[f"{base}.{kind}"]))
+
+                team = TeamFactory(name="Bench")
+                people = [member_of(team, Membership.Role.MEMBER) for _ in range(max(HYDRATIONS, CONVERSATIONS))]
+                profiles = []
+                for n, person in enumerate(people[:CONVERSATIONS]):
+                    line = SendingNumberFactory(phone=f"+1415555{n:04d}")
+                    profiles.append((TextingProfileFactory(user=person, phone=f"+1650555{n:04d}", number=line), line))
+
+                def converse(tag: str) -> list[float]:
+                    """Each person texts twice, half a second apart; seconds from each last message to the agent."""
+                    last: dict[str, float] = {}
+                    for n, (profile, line) in enumerate(profiles):
+                        _send(profile, line, "hey", f"chat-{tag}-{n}")
+                        time.sleep(0.5)
+                        last[f"imessage:chat-{tag}-{n}"] = _send(profile, line, "what's on today?", f"chat-{tag}-{n}")
+                    deadline = time.time() + 90
+                    while time.time() < deadline:
+                        calls = [c for c in recorder.calls() if c["conversation_ref"] in last]
+                        if len(calls) >= len(last):
+                            break
+                        time.sleep(0.1)
+                    assert len(calls) == len(last), workers[0].log()
+                    return sorted(c["at"] - last[c["conversation_ref"]] for c in calls)
+
+                idle = converse("idle")
+
+                # Load: hydration runs over meetings, and offline eval runs of the validator.
+                for n, person in enumerate(people[:HYDRATIONS]):
+                    for m in range(MEETINGS):
+                        core.meeting_create(team=team, owner=person, title=f"Sync {n}-{m}", occurred_at=timezone.now(),
+                                            notes=f"We always deploy service {n}-{m} to staging before prod.")
+                    hydration.run_trigger(filesystem=memory.filesystem_for_user(person), trigger="manual", user=person)
+                routing.ensure_defaults()
+                offline = Target.objects.get(name="offline-rules")
+                for _ in range(EVALS):
+                    run = router.eval_run_create(route=Route.objects.get(name="validator"), target=offline,
+                                                 variant="default", actor=None)
+                    queue.enqueue("router.tasks.eval_run", run.pk)
+
+                def busy() -> tuple[int, int]:
+                    return (Run.objects.filter(status__in=Run.ACTIVE).count(),
+                            EvalRun.objects.filter(status__in=[EvalRun.Status.QUEUED, EvalRun.Status.RUNNING]).count())
+
+                busy_at_start = busy()
+                loaded = converse("load")
+                busy_at_end = busy()
+            finally:
+                for worker in workers:
+                    worker.stop()
+                recorder.reset()
+    p95 = statistics.quantiles(loaded, n=20)[-1]
+    idle_p95 = statistics.quantiles(idle, n=20)[-1]
+    verdict = "PASS" if p95 <= GOAL_SECONDS else "FAIL"
+    with capsys.disabled():
+        print(f"\ndebounce: p95 {p95:.2f} s after the last message (goal ≤ {GOAL_SECONDS:g} s) {verdict}  "
+              f"(idle workers, same run: {idle_p95:.2f} s; {CONVERSATIONS} conversations; hydration and eval runs "
+              f"queued or running: {busy_at_start[0]} and {busy_at_start[1]} at the first message, "
+              f"{busy_at_end[0]} and {busy_at_end[1]} when the last bundle reached the agent)")
+    assert p95 <= GOAL_SECONDS

@@ -1,0 +1,36 @@
+"""The SECRET_KEY of an installation that was given none: generated once into var/ and reused.
+
+SECRET_KEY also keys the encryption of stored OAuth and bot tokens (lindy.encryption), so it
+must survive restarts: a new key on every start would make every stored token unreadable.
+The file is readable by its owner only. Web, worker and beat may start at the same moment:
+the key is written to a temporary file and linked into place, so exactly one key wins and
+nobody reads a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+FILE_NAME = "secret_key"
+
+
+def generated_secret_key(var_dir: Path) -> str:
+    path = var_dir / FILE_NAME
+    if not path.exists():
+        temporary = var_dir / f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(64) + "\n")
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass  # another process won the race: use its key
+        finally:
+            temporary.unlink(missing_ok=True)
+    key = path.read_text().strip()
+    if len(key) < 50:
+        raise RuntimeError(f"{path} holds no usable secret key: delete it to generate a new one, or set SECRET_KEY.")
+    return key

@@ -1,0 +1,98 @@
+"""One Celery queue per class of work, so the 3 s debounce never waits behind an agent run
+(up to 10 min), a hydration (25 min) or an eval run (an hour): channels, agent, hydration and
+evals each have their own queue, derived from CELERY_QUEUE, and the Procfile runs a worker for
+each. Everything else (heartbeat, beat ticks, attachments) stays on the default queue."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from celery import current_app
+from django.conf import settings
+
+from lindy import queue
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = {
+    "channels_app.tasks.debounce_fire": "channels",
+    "channels_app.tasks.bundle_dispatch": "channels",
+    "channels_app.tasks.debounce_recover": "channels",
+    "agent.tasks.agent_run": "agent",
+    "validator.tasks.agent_run": "agent",
+    "hydration.tasks.hydrate": "hydration",
+    "router.tasks.eval_run": "evals",
+    "router.tasks.guardrails_check": "evals",
+    "lindy.tasks.heartbeat": None,
+    "lindy.tasks.ping": None,
+    "hydration.tasks.dispatch_due": None,
+    "channels_app.tasks.attachment_store": None,
+    "channels_app.tasks.ratio_alerts_check": None,
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _every_task_registered():
+    """What a worker does when it starts: import every app's tasks module."""
+    from lindy.celery import app
+
+    app.loader.import_default_modules()
+
+
+def _queue_of(task_name: str) -> str:
+    route = current_app.amqp.router.route({}, task_name, args=(), kwargs={})
+    return route["queue"].name
+
+
+@pytest.mark.parametrize("task_name, kind", EXPECTED.items())
+def test_each_task_goes_to_its_class_queue_derived_from_celery_queue(task_name, kind):
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    assert base.startswith("lindy-test-")  # the per-test-worker prefix from tests/pytest_env.py
+    assert _queue_of(task_name) == (f"{base}.{kind}" if kind else base)
+
+
+def test_every_registered_task_is_routed_on_purpose():
+    ours = {name for name in current_app.tasks if not name.startswith("celery.")}
+    assert ours == set(EXPECTED)
+
+
+def test_all_queues_names_the_default_and_each_class():
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    assert queue.all_queues() == [base, f"{base}.channels", f"{base}.agent", f"{base}.hydration", f"{base}.evals"]
+
+
+def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
+    lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
+    consumed = {}
+    for name, command in lines.items():
+        if " worker" in command:
+            queues = re.search(r"-Q (\S+)", command).group(1)
+            concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
+            assert concurrency <= 2, name  # make run shares two cores between all of them
+            assert re.search(r"-n \S+@%h", command), f"{name}: each worker needs its own node name"
+            consumed[name] = queues
+    assert sorted(consumed.values()) == sorted(
+        ["${CELERY_QUEUE:-lindy}"] + [f"${{CELERY_QUEUE:-lindy}}.{kind}" for kind in settings.LINDY_QUEUE_CLASSES])
+    assert "beat" in lines and "celery -A lindy beat" in lines["beat"]
+
+
+@pytest.mark.django_db
+def test_a_task_sent_by_name_lands_in_its_queue_on_the_broker():
+    """Through the real broker: the message is in the class's queue and nowhere else."""
+    if not settings.REDIS_URL:
+        pytest.skip("needs Redis: set REDIS_URL or run a server on 127.0.0.1:6379")
+    with current_app.connection_for_write() as conn:
+        for name in queue.all_queues():
+            conn.default_channel.queue_purge(name)
+        try:
+            queue.enqueue("router.tasks.eval_run", 0)
+            queue.enqueue("channels_app.tasks.debounce_fire", 0, f"v-{uuid.uuid4().hex}")
+            client = conn.default_channel.client
+            sizes = {name: client.llen(name) for name in queue.all_queues()}
+        finally:
+            for name in queue.all_queues():
+                conn.default_channel.queue_purge(name)
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    assert sizes == {base: 0, f"{base}.channels": 1, f"{base}.agent": 0, f"{base}.hydration": 0, f"{base}.evals": 1}
