@@ -6,11 +6,12 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Field, Router, Schema, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from . import permissions, selectors, services
 from .api_errors import ApiError
 from .models import AgentTask, User
+from .pagination import BoundedLimitOffset
 
 router: Router = Router(tags=["lindy"])  # typed: api_root imports it within an import cycle
 
@@ -99,7 +100,7 @@ def task_create(request, payload: TaskIn):
 
 
 @router.get("/tasks", response=list[TaskOut], summary="Tasks you own and your teams' public tasks")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def task_list(request):
     return selectors.task_list(request.user)
 
@@ -161,7 +162,7 @@ def meeting_create(request, payload: MeetingIn):
 
 
 @router.get("/meetings", response=list[MeetingOut], summary="Meetings you own, shared with you, or public")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def meeting_list(request):
     return selectors.meeting_list(request.user)
 

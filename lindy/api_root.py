@@ -32,7 +32,14 @@ def on_validation_error(request, exc):
         {"loc": [str(part) for part in err.get("loc", [])], "msg": err.get("msg", ""), "type": err.get("type", "")}
         for err in exc.errors
     ]
-    return error_response(request, 422, "The request is not valid.", details)
+    # Name the first field at fault in the message itself ("query.limit: Input should be less than or
+    # equal to 100"), so a client sees what to fix without reading the details.
+    first = details[0] if details else None
+    message = "The request is not valid."
+    if first:
+        where = ".".join(first["loc"]) or "body"
+        message = f"The request is not valid: {where}: {first['msg']}."
+    return error_response(request, 422, message, details)
 
 
 @api.exception_handler(AuthenticationError)
