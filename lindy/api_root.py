@@ -7,13 +7,24 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
+from . import json_input
 from .api_auth import AUTH
 from .api_errors import error_body
 
 logger = logging.getLogger(__name__)
 
+class BoundedJsonParser(Parser):
+    """Size and nesting are checked before json.loads (the middleware did too, for JSON content
+    types; a body sent under another content type is still parsed as JSON by ninja)."""
+
+    def parse_body(self, request):
+        return json_input.loads(request.body)
+
+
 api = NinjaAPI(
+    parser=BoundedJsonParser(),
     title="Lindy API",
     version="1.0",
     description="The back office of the Lindy assistant. Authenticate with the browser session or `Authorization: Bearer <token>` (see `manage.py create_api_token`).",

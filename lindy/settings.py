@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "lindy.middleware.bounded_json_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -139,8 +140,13 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
-# Request bodies larger than this get a 4xx before any view sees them.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 2 * 1024 * 1024))
+# JSON bodies (the API, webhooks) are refused before parsing beyond this size (413) or nesting depth
+# (400): lindy.json_input. 2 MB holds the largest documented field, a meeting's 500,000-character
+# notes, in UTF-8.
+JSON_BODY_MAX_BYTES = int(os.environ.get("JSON_BODY_MAX_BYTES", 2 * 1024 * 1024))
+JSON_MAX_DEPTH = int(os.environ.get("JSON_MAX_DEPTH", 64))
+# Any request body (forms too) larger than this is refused before a view reads it: the same bound.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", JSON_BODY_MAX_BYTES))
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CACHE_KEY_PREFIX = os.environ.get("LINDY_CACHE_PREFIX", "lindy")

@@ -3,8 +3,13 @@ helper (lindy.pagination) and answers 422 JSON beyond, never a 500."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from django.test import Client
+
+from lindy import json_input
+from lindy.models import AgentTask
 from lindy.pagination import MAX_LIMIT, MAX_OFFSET
 from memory import services as memory_services
 
@@ -60,3 +65,65 @@ def test_every_paginated_operation_documents_the_same_bounds(db):
             assert params["offset"]["schema"].get("maximum") == MAX_OFFSET, (path, params["offset"])
             assert params["offset"]["schema"].get("minimum") == 0, path
     assert len(seen) >= 7, seen
+
+
+@pytest.mark.parametrize("occurred_at, status", [
+    ("0339-04-15T16:33:49+21:07", 201),  # an offset PostgreSQL refuses: stored as the same instant in UTC
+    ("2026-01-01T00:00:00-23:59", 201),
+    ("0001-01-01T00:00:00+01:00", 422),  # before year 1 in UTC
+    ("9999-12-31T23:59:59-01:00", 422),  # after year 9999 in UTC
+])
+def test_meeting_times_with_any_offset_are_stored_or_refused_never_500(cast, api_for, occurred_at, status):
+    response = api_for(cast.member).post("/api/meetings", {"title": "t", "occurred_at": occurred_at})
+    assert response.status_code == status, response.content[:300]
+
+
+@pytest.mark.parametrize("raw, depth", [
+    (b"{}", 1), (b"[[]]", 2), (b'{"a": "[[[[{{{{"}', 1), (b'["\\"", [[1]]]', 3),
+    (b'"no brackets"', 0), (b'{"a\\\\": ["]"]}', 2), (b"[" * 1000, 1000),
+])
+def test_nesting_depth_counts_brackets_outside_strings(raw, depth):
+    assert json_input.nesting_depth(raw) == depth
+    if raw.startswith(b"[" * 1000):
+        return
+    json.loads(raw)  # each sample is real JSON
+
+
+def test_deep_json_is_400_before_parsing_and_changes_nothing(cast, api_for, monkeypatch):
+    deep = '{"title": "x", "visibility": "private", "pad": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    api = api_for(cast.member)
+    real_loads = json.loads
+    calls = []
+    monkeypatch.setattr("json.loads", lambda *a, **k: calls.append(1) or real_loads(*a, **k))
+    response = api.post("/api/tasks", raw=deep)
+    monkeypatch.undo()
+    assert response.status_code == 400
+    assert "nests deeper than 64" in response.json()["error"]["message"]
+    assert not calls and not AgentTask.objects.exists()
+
+
+def test_deep_json_under_another_content_type_is_still_refused(cast, api_for):
+    deep = '{"title": "x", "pad": ' + "[" * 100 + "]" * 100 + "}"
+    response = api_for(cast.member).client.post("/api/tasks", deep, content_type="text/plain")
+    assert 400 <= response.status_code < 500
+    assert not AgentTask.objects.exists()
+
+
+def test_json_at_the_depth_bound_is_accepted(cast, api_for):
+    nested = "[" * 62 + "]" * 62  # with the object around it: 63 levels
+    response = api_for(cast.member).post("/api/tasks", raw='{"title": "x", "pad": ' + nested + "}")
+    assert response.status_code == 201, response.content[:300]
+
+
+def test_json_over_the_size_bound_is_413(cast, api_for, settings):
+    settings.JSON_BODY_MAX_BYTES = 100_000
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000_000
+    response = api_for(cast.member).post("/api/tasks", {"title": "x", "pad": "y" * 100_001})
+    assert response.status_code == 413
+    assert "larger than 100,000 bytes" in response.json()["error"]["message"]
+    assert not AgentTask.objects.exists()
+
+
+def test_a_non_numeric_content_length_is_400_not_500(cast):
+    response = Client().generic("POST", "/api/tasks", b"{}", content_type="application/json", CONTENT_LENGTH="abc")
+    assert response.status_code == 400
