@@ -24,6 +24,8 @@ from typing import Any
 from django.core.cache import cache
 from django.db import transaction
 
+from lindy import outages
+
 from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 
 VERSION_KEY = "router:table:version"
@@ -281,6 +283,19 @@ def _version() -> str:
 
 
 def table() -> Table:
+    try:
+        built = _table_from_cache()
+    except outages.CACHE_ERRORS as exc:
+        # The cache is unreachable: read the table from the database on every call until it is
+        # back (correct, only slower), and forget the local copy, whose version can't be checked.
+        outages.report_down("cache", "routing reads its table from the database", exc)
+        _local.version = None
+        return _build(_load())
+    outages.report_up("cache")
+    return built
+
+
+def _table_from_cache() -> Table:
     version = _version()
     if getattr(_local, "version", None) == version:
         return _local.table
@@ -302,8 +317,13 @@ def invalidate() -> None:
 
 
 def _bump() -> None:
-    cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
     _local.version = None
+    try:
+        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+    except outages.CACHE_ERRORS as exc:
+        # The change is saved; other processes pick it up at their next version bump. Failing the
+        # write that changed the configuration would not make their tables any fresher.
+        outages.report_down("cache", "the routing table version could not be bumped", exc)
 
 
 # Setup -----------------------------------------------------------------------------------
