@@ -173,3 +173,15 @@ def test_slack_events_are_stored_with_redis_down(cast, redis_down, django_captur
             response = Client().post("/slack/events", body, content_type="application/json", **headers)
     assert response.status_code == 200, response.content[:300]
     assert SlackChannel.objects.filter(channel_id="C0NEW").exists()
+
+
+def test_following_a_suggestion_with_the_broker_down_changes_nothing(cast, redis_down):
+    from tests.validator.test_views import blocked_payment
+
+    decision = blocked_payment(cast)
+    events = decision.task.events.count()
+    response = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/", follow=True)
+    assert response.status_code == 200
+    assert "task queue is unreachable" in response.content.decode()
+    decision.refresh_from_db()
+    assert decision.status == "blocked" and decision.task.events.count() == events
