@@ -10,7 +10,9 @@ import time
 import pytest
 from django.test import Client, override_settings
 
+from channels_app import services as channels_services
 from channels_app.models import InboundMessage, SlackChannel
+from channels_app.services import queue as channels_queue
 from hydration import services as hydration_services
 from hydration import tasks as hydration_tasks
 from hydration.models import Run
@@ -151,7 +153,8 @@ def test_the_dispatch_sweep_queues_a_run_that_could_not_be_queued(cast, broker_s
     assert broker_sent == [run.pk]  # queued once: it is live now, not failed
 
 
-def test_linq_webhook_stores_the_message_with_the_broker_down(cast, redis_down, django_capture_on_commit_callbacks):
+def test_linq_webhook_stores_the_message_with_the_broker_down(cast, redis_down, django_capture_on_commit_callbacks,
+                                                              monkeypatch):
     with FakeLinq() as linq, override_settings(**linq.settings()):
         line = SendingNumberFactory()
         TextingProfileFactory(user=cast.member, phone="+16505550001")
@@ -160,8 +163,13 @@ def test_linq_webhook_stores_the_message_with_the_broker_down(cast, redis_down, 
         with django_capture_on_commit_callbacks(execute=True):
             response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
     assert response.status_code == 200, response.content[:300]
-    assert InboundMessage.objects.filter(text="hi").exists()
+    message = InboundMessage.objects.get(text="hi")
     assert time.monotonic() - started < 5
+    # Once the broker is back, the recovery sweep (beat) queues the stored message's conversation.
+    fired = []
+    monkeypatch.setattr(channels_queue, "task_send", lambda name, *args, **kwargs: fired.append((name, args[0])))
+    channels_services.debounce_recover(include_waiting=True)
+    assert (channels_queue.DEBOUNCE_FIRE, message.conversation_id) in fired
 
 
 def test_slack_events_are_stored_with_redis_down(cast, redis_down, django_capture_on_commit_callbacks):
