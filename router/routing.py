@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from decimal import Decimal
@@ -286,12 +287,28 @@ def table() -> Table:
     try:
         built = _table_from_cache()
     except outages.CACHE_ERRORS as exc:
-        # The cache is unreachable: read the table from the database on every call until it is
-        # back (correct, only slower), and forget the local copy, whose version can't be checked.
+        # The cache is unreachable: read the table from the database (at most once a second per
+        # thread) until it is back, and forget the cached copy, whose version can't be checked.
         outages.report_down("cache", "routing reads its table from the database", exc)
         _local.version = None
-        return _build(_load())
+        return _table_from_database()
     outages.report_up("cache")
+    _local.fallback = None
+    return built
+
+
+# While the cache is down, a table read from the database serves this thread for up to a second:
+# each call would otherwise cost five queries (every user's choices among them).
+FALLBACK_SECONDS = 1.0
+
+
+def _table_from_database() -> Table:
+    now = time.monotonic()
+    fallback = getattr(_local, "fallback", None)
+    if fallback is not None and now - fallback[0] < FALLBACK_SECONDS:
+        return fallback[1]
+    built = _build(_load())
+    _local.fallback = (now, built)
     return built
 
 
@@ -318,6 +335,7 @@ def invalidate() -> None:
 
 def _bump() -> None:
     _local.version = None
+    _local.fallback = None
     try:
         cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
     except outages.CACHE_ERRORS as exc:

@@ -96,6 +96,17 @@ def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, capl
     assert sum("cache" in r.getMessage() and "once" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_a_routing_change_during_the_outage_is_seen_at_once(cast, redis_down):
+    from router.models import ModelChoice, Target
+
+    routing._local.version = None
+    assert routing.assign("agent.step", cast.member).reason != "explicit_choice"
+    haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
+    ModelChoice.objects.create(user=cast.member, route="", target=haiku)  # the signal bumps the version
+    chosen = routing.assign("agent.step", cast.member)
+    assert chosen.reason == "explicit_choice" and chosen.target.name == haiku.name
+
+
 def test_my_model_page_works_with_redis_down(cast, redis_down):
     routing._local.version = None
     response = client_for(cast.member).get("/router/my-model/")

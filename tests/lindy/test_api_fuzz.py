@@ -7,6 +7,8 @@ of examples per operation keeps it to about a minute.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import schemathesis
 from django.core import signals
@@ -20,7 +22,8 @@ from lindy import services
 from lindy.wsgi import application
 from memory import services as memory_services
 
-EXAMPLES_PER_OPERATION = 15
+# A deeper run: LINDY_FUZZ_EXAMPLES=200 pytest tests/lindy/test_api_fuzz.py
+EXAMPLES_PER_OPERATION = int(os.environ.get("LINDY_FUZZ_EXAMPLES", 15))
 
 
 @pytest.fixture
