@@ -30,9 +30,16 @@ class BodyTooDeep(BodyRefused):
     status = 400
 
 
+class BodyHasNul(BodyRefused):
+    status = 400
+
+
 # A JSON string: a quote, then runs of plain bytes or backslash escapes, then a quote. Written
 # "unrolled" so no input makes the regex backtrack more than linearly.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# An escaped NUL (\u0000) that is an escape: preceded by an even number of backslashes. PostgreSQL
+# text cannot hold NUL, so a string carrying one would end in a database error, a 500.
+_ESCAPED_NUL = re.compile(rb"(?:^|[^\\])(?:\\\\)*\\u0000")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _DELTA = [0] * 256
 for _open in b"[{":
@@ -58,13 +65,15 @@ def nesting_depth(raw: bytes) -> int:
 
 
 def check(raw: bytes | str) -> None:
-    """Raise BodyTooLarge (413) or BodyTooDeep (400) for a body the product will not parse."""
+    """Raise BodyTooLarge (413), BodyTooDeep or BodyHasNul (400) for a body the product won't parse."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     if len(raw) > max_bytes():
         raise BodyTooLarge(f"The JSON body is larger than {max_bytes():,} bytes.")
     if nesting_depth(raw) > max_depth():
         raise BodyTooDeep(f"The JSON body nests deeper than {max_depth()} levels.")
+    if b"\\u0000" in raw and _ESCAPED_NUL.search(raw):
+        raise BodyHasNul("Text in the JSON body contains a NUL character (\\u0000), which cannot be stored.")
 
 
 def loads(raw: bytes | str) -> Any:

@@ -127,3 +127,20 @@ def test_json_over_the_size_bound_is_413(cast, api_for, settings):
 def test_a_non_numeric_content_length_is_400_not_500(cast):
     response = Client().generic("POST", "/api/tasks", b"{}", content_type="application/json", CONTENT_LENGTH="abc")
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/meetings", {"title": "t", "occurred_at": "2026-01-01T00:00:00Z", "shared_with": ["a\x00@b.test"]}),
+    ("/api/tasks", {"title": "nul\x00here"}),
+])
+def test_text_with_a_nul_character_is_400_not_a_database_error(cast, api_for, path, body):
+    response = api_for(cast.member).post(path, body)
+    assert response.status_code == 400, response.content[:300]
+    assert "NUL" in response.json()["error"]["message"]
+    assert not AgentTask.objects.exists()
+
+
+def test_a_backslash_before_u0000_is_just_text(cast, api_for):
+    response = api_for(cast.member).post("/api/tasks", {"title": "C:\\u0000 is a path"})
+    assert response.status_code == 201, response.content[:300]
+    assert AgentTask.objects.get().title == "C:\\u0000 is a path"
