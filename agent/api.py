@@ -7,7 +7,9 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Router, Schema
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
+
+from lindy.pagination import BoundedLimitOffset
 
 from . import selectors
 
@@ -37,6 +39,6 @@ class OutboxOut(Schema):
 
 @router.get("/outbox", response=list[OutboxOut],
             summary="What the assistant executed for you: sent, failed, or recorded only (no live integration)")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def outbox_list(request, status: OutboxStatus | None = None):
     return selectors.outbox_list(request.user, status)

@@ -104,7 +104,8 @@ def agent_run(*, task_id: int) -> str:
 
 def task_continue(*, task_id: int) -> None:
     """Let the agent continue a task in the background, once the caller's transaction commits."""
-    transaction.on_commit(lambda: queue.enqueue(AGENT_RUN_TASK, task_id))
+    # The caller's change is committed by then: a broker that went away since is logged, not a 500.
+    transaction.on_commit(lambda: queue.enqueue_or_log(AGENT_RUN_TASK, task_id))
 
 
 def decision_execute(*, decision: Decision) -> tools.ToolResult:

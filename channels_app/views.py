@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from lindy import json_input
 from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
@@ -57,11 +58,37 @@ def slack_oauth_redirect(request):
         return slack_app.handler().handle(request)
 
 
+# What Slack sends: a Unix time in ASCII digits and "v0=" with a hex digest. slack-sdk's verifier
+# calls int() on the timestamp (a 500 for "abc") and compare_digest on the signature (a 500 for
+# non-ASCII text): anything else is answered 401 before it gets there.
+_SLACK_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SLACK_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+
+
+def _slack_headers_well_formed(request) -> bool:
+    timestamp = request.headers.get("X-Slack-Request-Timestamp") or ""
+    signature = request.headers.get("X-Slack-Signature") or ""
+    return bool(_SLACK_TIMESTAMP.fullmatch(timestamp) and _SLACK_SIGNATURE.fullmatch(signature))
+
+
 @csrf_exempt
 @require_POST
 def slack_events(request):
     if not slack_app.configured():
         return HttpResponse("Slack is not configured.", status=401, content_type="text/plain")
+    if not _slack_headers_well_formed(request):
+        return HttpResponse("invalid or missing signature", status=401, content_type="text/plain")
+    # Interactive payloads come form-encoded with the JSON in `payload` (JSON bodies were
+    # checked by lindy.middleware): the same bound before slack-bolt parses it.
+    payload = None
+    if request.content_type == "application/x-www-form-urlencoded":
+        request.body  # noqa: B018 - read first: slack-bolt reads the raw body after the form is parsed
+        payload = request.POST.get("payload")
+    if payload:
+        try:
+            json_input.check(payload)
+        except json_input.BodyRefused as exc:
+            return HttpResponse(str(exc), status=exc.status, content_type="text/plain")
     return slack_app.handler().handle(request)
 
 
@@ -77,7 +104,9 @@ def imessage_webhook(request):
     ):
         return JsonResponse({"error": "invalid or stale signature"}, status=401)
     try:
-        payload = json.loads(raw)
+        payload = json_input.loads(raw)
+    except json_input.BodyRefused as exc:
+        return JsonResponse({"error": str(exc)}, status=exc.status)
     except (ValueError, UnicodeDecodeError):
         return JsonResponse({"error": "body is not JSON"}, status=400)
     if not isinstance(payload, dict):

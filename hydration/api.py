@@ -6,18 +6,17 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.core.exceptions import PermissionDenied
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Query, Router, Schema, Status
 
 from lindy.api_errors import ApiError
+from lindy.pagination import MAX_LIMIT, PageIn
 from memory import selectors as memory_selectors
-from memory import services as memory_services
 
 from . import permissions, selectors, services
 from .models import Run
 from .sources import SOURCES
 
 router = Router(tags=["hydration"])
-MAX_OFFSET = memory_services.MAX_OFFSET
 
 
 class SourceOut(Schema):
@@ -107,12 +106,14 @@ def source_update(request, fs_id: int, source: str, payload: SourceIn):
     return _source_out(fs, services.source_set_enabled(filesystem=fs, source=source, enabled=payload.enabled))
 
 
+class RunsPageIn(PageIn):
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)  # a run page shows the latest few
+
+
 @router.get("/filesystems/{fs_id}/runs", response=list[RunOut])
-def runs_list(request, fs_id: int, limit: int = 20, offset: int = 0):
+def runs_list(request, fs_id: int, page: Query[RunsPageIn]):
     fs = _fs(request, fs_id)
-    if not (1 <= limit <= 100) or not (0 <= offset <= MAX_OFFSET):
-        raise ApiError(422, f"limit must be 1..100 and offset 0..{MAX_OFFSET}.")
-    return list(selectors.runs_for(fs)[offset:offset + limit])
+    return list(selectors.runs_for(fs)[page.slice])
 
 
 @router.post("/filesystems/{fs_id}/runs", response={201: RunStartOut, 200: RunStartOut})
@@ -130,10 +131,8 @@ def run_get(request, run_id: int):
 
 
 @router.get("/runs/{run_id}/items", response=list[ItemOut])
-def run_items(request, run_id: int, limit: int = 100, offset: int = 0):
+def run_items(request, run_id: int, page: Query[PageIn]):
     if not permissions.can_use_memory(request.user):
         raise ApiError(404, "No such file system.")
-    if not (1 <= limit <= 500) or not (0 <= offset <= MAX_OFFSET):
-        raise ApiError(422, f"limit must be 1..500 and offset 0..{MAX_OFFSET}.")
     run = selectors.run_get(request.user, run_id)
-    return list(selectors.run_items(run)[offset:offset + limit])
+    return list(selectors.run_items(run)[page.slice])

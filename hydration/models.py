@@ -64,6 +64,9 @@ class Run(models.Model):
         NEEDS_ATTENTION = "needs_attention", "Needs attention"
         FAILED = "failed", "Failed"
         INTERRUPTED = "interrupted", "Interrupted"
+        # The task queue (broker) was unreachable when the run was triggered: it never started. Not
+        # live, so the next "Run now" starts again; the dispatch sweep re-queues it when the broker is back.
+        ENQUEUE_FAILED = "enqueue_failed", "Could not be queued"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 

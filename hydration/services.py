@@ -19,10 +19,11 @@ import socket
 import threading
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Q, Value, When
+from django.db.models import Case, CharField, Exists, F, OuterRef, PositiveSmallIntegerField, Q, Value, When
 from django.utils import timezone
 
 from lindy import queue
@@ -173,8 +174,46 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
             if attempt == 2:  # the live run kept finishing in between: give up loudly
                 raise
     if enqueue:
-        transaction.on_commit(lambda: queue.enqueue("hydration.tasks.hydrate", run.pk))
+        transaction.on_commit(lambda: _enqueue(run))
     return run, True
+
+
+HYDRATE_TASK = "hydration.tasks.hydrate"
+ENQUEUE_FAILED_MESSAGE = ("The task queue could not be reached, so this run never started. Press Run now to try "
+                          "again; the scheduler also re-queues it within minutes once the queue is back.")
+
+
+def _enqueue(run: Run) -> None:
+    """Queue the run, or mark it "could not be queued" (not live): a run the broker never got must
+    not hold the file system's one live slot, or every later click says "already in progress"."""
+    if queue.enqueue_or_log(HYDRATE_TASK, run.pk):
+        return
+    Run.objects.filter(pk=run.pk, status=Status.QUEUED, attempts=0).update(
+        status=Status.ENQUEUE_FAILED, stage="", finished_at=timezone.now(), error=ENQUEUE_FAILED_MESSAGE)
+    run.refresh_from_db(fields=["status", "stage", "finished_at", "error"])
+
+
+def runs_enqueue_retry(*, limit: int = 500) -> list[int]:
+    """Re-queue runs that could not be queued (the dispatch task calls this every few minutes): the
+    latest run of a file system, triggered within one interval. Returns the runs queued again."""
+    now = timezone.now()
+    newer = Run.objects.filter(filesystem_id=OuterRef("filesystem_id"), pk__gt=OuterRef("pk"))
+    failed = (Run.objects.filter(status=Status.ENQUEUE_FAILED,
+                                 created_at__gte=now - timedelta(seconds=settings.HYDRATION_INTERVAL_SECONDS))
+              .exclude(Exists(newer)).order_by("created_at")[:limit])
+    requeued = []
+    for run in failed:
+        try:
+            with transaction.atomic():
+                revived = Run.objects.filter(pk=run.pk, status=Status.ENQUEUE_FAILED).update(
+                    status=Status.QUEUED, stage="Waiting for a worker", finished_at=None, error="",
+                    lease_until=now + _lease())
+        except IntegrityError:  # a live run exists for the file system: it will take the items
+            continue
+        if revived:
+            requeued.append(run.pk)
+            transaction.on_commit(partial(_enqueue, run))
+    return requeued
 
 
 def _holder() -> str:

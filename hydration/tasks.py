@@ -27,4 +27,5 @@ def recover() -> int:
 
 @shared_task(name="hydration.tasks.dispatch_due", acks_late=True, time_limit=300, soft_time_limit=240)
 def dispatch_due() -> int:
+    services.runs_enqueue_retry()
     return len(services.schedule_dispatch())

@@ -88,7 +88,10 @@ def source_toggle(request, fs_id, source):
 def run_now(request, fs_id):
     fs = _runnable(request, fs_id)
     run, created = services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, user=request.user)
-    if created:
+    if run.status == Run.Status.ENQUEUE_FAILED:
+        messages.error(request, f"Run {run.pk} could not be queued: the task queue is unreachable. Try again "
+                                "in a moment; it is also re-queued automatically once the queue is back.")
+    elif created:
         messages.success(request, f"Run {run.pk} started for {fs.title}.")
     else:
         messages.info(request, f"Run {run.pk} is already in progress for {fs.title}.")

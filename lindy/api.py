@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from ninja import Field, Router, Schema, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
+from pydantic import field_validator
 
 from . import permissions, selectors, services
 from .api_errors import ApiError
 from .models import AgentTask, User
+from .pagination import BoundedLimitOffset
 
 router: Router = Router(tags=["lindy"])  # typed: api_root imports it within an import cycle
 
@@ -99,7 +101,7 @@ def task_create(request, payload: TaskIn):
 
 
 @router.get("/tasks", response=list[TaskOut], summary="Tasks you own and your teams' public tasks")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def task_list(request):
     return selectors.task_list(request.user)
 
@@ -127,6 +129,17 @@ class MeetingIn(Schema):
     shared_with: list[str] = Field(default_factory=list, max_length=200)
     public: bool = False
     team_id: int | None = None
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _as_utc(cls, value: datetime) -> datetime:
+        # ISO 8601 allows offsets PostgreSQL refuses (beyond ±15:59): keep the instant, in UTC.
+        if value.tzinfo is None:
+            return value
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # year 1 or 9999 moved past the calendar's edge
+            raise ValueError("occurred_at is out of range.") from None
 
 
 class MeetingOut(Schema):
@@ -161,7 +174,7 @@ def meeting_create(request, payload: MeetingIn):
 
 
 @router.get("/meetings", response=list[MeetingOut], summary="Meetings you own, shared with you, or public")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def meeting_list(request):
     return selectors.meeting_list(request.user)
 

@@ -7,13 +7,24 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
+from . import json_input
 from .api_auth import AUTH
 from .api_errors import error_body
 
 logger = logging.getLogger(__name__)
 
+class BoundedJsonParser(Parser):
+    """Size and nesting are checked before json.loads (the middleware did too, for JSON content
+    types; a body sent under another content type is still parsed as JSON by ninja)."""
+
+    def parse_body(self, request):
+        return json_input.loads(request.body)
+
+
 api = NinjaAPI(
+    parser=BoundedJsonParser(),
     title="Lindy API",
     version="1.0",
     description="The back office of the Lindy assistant. Authenticate with the browser session or `Authorization: Bearer <token>` (see `manage.py create_api_token`).",
@@ -32,7 +43,14 @@ def on_validation_error(request, exc):
         {"loc": [str(part) for part in err.get("loc", [])], "msg": err.get("msg", ""), "type": err.get("type", "")}
         for err in exc.errors
     ]
-    return error_response(request, 422, "The request is not valid.", details)
+    # Name the first field at fault in the message itself ("query.limit: Input should be less than or
+    # equal to 100"), so a client sees what to fix without reading the details.
+    first = details[0] if details else None
+    message = "The request is not valid."
+    if first:
+        where = ".".join(first["loc"]) or "body"
+        message = f"The request is not valid: {where}: {first['msg']}."
+    return error_response(request, 422, message, details)
 
 
 @api.exception_handler(AuthenticationError)

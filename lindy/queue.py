@@ -14,6 +14,8 @@ import logging
 from celery import current_app
 from django.conf import settings
 
+from . import outages
+
 logger = logging.getLogger(__name__)
 
 
@@ -33,10 +35,23 @@ def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
         task.apply_async(args, countdown=countdown)
 
 
-def enqueue_or_log(task_name: str, *args, countdown: float | None = None) -> None:
+def enqueue_or_log(task_name: str, *args, countdown: float | None = None) -> bool:
     """For work whose input is already stored: a broker hiccup must not fail the caller (a webhook
-    would make the provider retry a message we have). A recovery sweep queues whatever is due."""
+    would make the provider retry a message we have). A recovery sweep queues whatever is due.
+    Returns whether the task was queued."""
     try:
         enqueue(task_name, *args, countdown=countdown)
+    except outages.BROKER_ERRORS as exc:
+        outages.report_down("broker", f"could not queue {task_name}; its recovery sweep will", exc)
+        return False
     except Exception:
         logger.exception("could not queue %s%s; the recovery sweep will", task_name, args)
+        return False
+    outages.report_up("broker")
+    return True
+
+
+def broker_check() -> None:
+    """Connect to the broker once, without retrying; raises one of lindy.outages.BROKER_ERRORS."""
+    with current_app.connection_for_write() as connection:
+        connection.ensure_connection(max_retries=0)

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "lindy.middleware.bounded_json_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -145,8 +146,13 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # DEBUG off) and finds them where the apps keep them, so `DEBUG=0` needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 
-# Request bodies larger than this get a 4xx before any view sees them.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 2 * 1024 * 1024))
+# JSON bodies (the API, webhooks) are refused before parsing beyond this size (413) or nesting depth
+# (400): lindy.json_input. 2 MB holds the largest documented field, a meeting's 500,000-character
+# notes, in UTF-8.
+JSON_BODY_MAX_BYTES = int(os.environ.get("JSON_BODY_MAX_BYTES", 2 * 1024 * 1024))
+JSON_MAX_DEPTH = int(os.environ.get("JSON_MAX_DEPTH", 64))
+# Any request body (forms too) larger than this is refused before a view reads it: the same bound.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", JSON_BODY_MAX_BYTES))
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CACHE_KEY_PREFIX = os.environ.get("LINDY_CACHE_PREFIX", "lindy")
@@ -156,6 +162,9 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": CACHE_KEY_PREFIX,
+            # An unreachable or hung Redis fails a cache call in seconds (callers degrade: see
+            # lindy.outages) instead of holding the request until the client's default (none).
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     }
 else:
@@ -175,7 +184,10 @@ CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", 900))
 CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 3600))
 if REDIS_URL:
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, str | int] = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, str | int] = {
+        "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+        "socket_connect_timeout": 5,  # an enqueue to a hung broker fails (and degrades) instead of hanging
+    }
 else:
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed", "control"):

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from . import permissions, selectors
+from . import outages, permissions, queue, selectors
+
+logger = logging.getLogger(__name__)
 
 PAGE_SIZE = 25
 
@@ -61,17 +65,31 @@ def meeting_detail(request, meeting_id: int):
     return render(request, "lindy/meeting_detail.html", {"meeting": selectors.meeting_detail(request.user, meeting_id)})
 
 
+def _check(part: str, probe, errors: tuple[type[BaseException], ...]) -> str:
+    try:
+        probe()
+    except errors as exc:  # report, don't raise: this page exists to say what is down
+        logger.warning("healthz: %s is down (%s: %s)", part, type(exc).__name__, exc)
+        return f"error: {type(exc).__name__}"
+    return "ok"
+
+
+def _last_beat() -> str | None:
+    try:
+        return selectors.last_heartbeat()
+    except outages.CACHE_ERRORS:
+        return None
+
+
 @require_GET
 def healthz(request):
-    """Liveness for load balancers and `make run`: database, cache and the last beat."""
-    status = {"database": "ok", "cache": "ok", "last_beat": selectors.last_heartbeat()}
-    try:
-        connection.ensure_connection()
-    except Exception as exc:  # report, don't raise: this page exists to say what is down
-        status["database"] = f"error: {exc}"
-    try:
-        cache.set("lindy:healthz", 1, 5)
-    except Exception as exc:
-        status["cache"] = f"error: {exc}"
-    healthy = status["database"] == "ok" and status["cache"] == "ok"
-    return JsonResponse(status, status=200 if healthy else 503)
+    """For load balancers and `make run`: 200 when the database, the cache and the broker answer,
+    else 503 naming the parts that don't ("failing"). Always JSON, never the error page."""
+    status: dict = {
+        "database": _check("database", connection.ensure_connection, (DatabaseError,)),
+        "cache": _check("cache", lambda: cache.set("lindy:healthz", 1, 5), outages.CACHE_ERRORS),
+        "broker": _check("broker", queue.broker_check, outages.BROKER_ERRORS),
+    }
+    status["failing"] = [part for part, state in status.items() if state != "ok"]
+    status["last_beat"] = _last_beat() if status["cache"] == "ok" else None
+    return JsonResponse(status, status=503 if status["failing"] else 200)

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from ninja import Field, Query, Router, Schema
 
 from lindy.api_errors import ApiError
+from lindy.pagination import MAX_LIMIT, PageIn
 
 from . import diffs, permissions, selectors, services
 from .models import FileSystem, MemoryFile
@@ -229,21 +230,20 @@ def verify(request, fs_id: int):
             "file_token_budget": fs.file_token_budget, "always_loaded_token_budget": fs.always_loaded_token_budget}
 
 
-class PageIn(Schema):
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=services.MAX_OFFSET)
+class RevisionPageIn(PageIn):
+    limit: int = Field(50, ge=1, le=MAX_LIMIT)
     path: str | None = Field(None, max_length=1000, description="Only revisions that touched this file.")
 
 
 @router.get("/filesystems/{fs_id}/revisions", response=RevisionPageOut, summary="Revisions, newest first")
-def revision_list(request, fs_id: int, params: Query[PageIn]):
+def revision_list(request, fs_id: int, params: Query[RevisionPageIn]):
     fs = _fs(request, fs_id)
     queryset = selectors.revisions(fs)
     if params.path:
         path = _path(params.path)
         queryset = queryset.filter(pk__in=selectors.file_history(fs, path).values("revision_id"))
     return {"count": queryset.count(),
-            "items": [_revision_out(r) for r in queryset[params.offset: params.offset + params.limit]]}
+            "items": [_revision_out(r) for r in queryset[params.slice]]}
 
 
 @router.get("/filesystems/{fs_id}/revisions/{revision_id}", response=RevisionDetailOut,

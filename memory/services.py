@@ -44,8 +44,6 @@ MAX_MESSAGE = 500
 MAX_DESCRIPTION = 300
 # Budgets are stored as 32-bit integers; no model context comes near this many tokens.
 MAX_BUDGET = 10_000_000
-# Beyond this a paginated read is refused rather than passed to the database as an overflowing integer.
-MAX_OFFSET = 1_000_000_000
 
 AuthorKind = Revision.AuthorKind
 

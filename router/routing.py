@@ -24,7 +24,6 @@ percentage keeps everyone already on the candidate (monotonic).
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
 import time
 import uuid
@@ -35,9 +34,9 @@ from typing import Any
 from django.core.cache import cache
 from django.db import transaction
 
-from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+from lindy import outages
 
-logger = logging.getLogger(__name__)
+from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 
 VERSION_KEY = "router:table:version"
 TABLE_KEY = "router:table:{version}"
@@ -315,9 +314,13 @@ def table() -> Table:
         return local.table
     try:
         version = _version()
-    except Exception:  # the cache is unreachable: the database is the truth
-        logger.warning("routing: the cache is unreachable, reading the table from the database", exc_info=True)
-        return _build(_load())
+    except outages.CACHE_ERRORS as exc:
+        # The cache is unreachable: the database is the truth, read at most once a second
+        # (each read is five queries), and the table whose version can't be checked is dropped.
+        outages.report_down("cache", "routing reads its table from the database", exc)
+        _local = None
+        return _table_from_database(now)
+    outages.report_up("cache")
     if local is not None and local.version == version:
         _local = _Local(version, local.table, now)
         return local.table
@@ -356,8 +359,8 @@ def _user_choices_shared(version: str, user_id: int) -> Choices:
         if chosen is None:
             chosen = _user_choices_from_db(user_id)
             cache.set(key, chosen, timeout=3600)
-    except Exception:
-        logger.warning("routing: the cache is unreachable, reading choices from the database", exc_info=True)
+    except outages.CACHE_ERRORS as exc:
+        outages.report_down("cache", "routing reads users' choices from the database", exc)
         return _user_choices_from_db(user_id)
     return chosen
 
@@ -366,10 +369,25 @@ def _user_choices_from_db(user_id: int) -> Choices:
     return dict(ModelChoice.objects.filter(user_id=user_id).values_list("route", "target_id"))
 
 
+# While the cache is down, a table read from the database serves this process for a second.
+FALLBACK_SECONDS = 1.0
+_fallback: tuple[float, Table] | None = None
+
+
+def _table_from_database(now: float) -> Table:
+    global _fallback
+    if _fallback is not None and now - _fallback[0] < FALLBACK_SECONDS:
+        return _fallback[1]
+    built = _build(_load())
+    _fallback = (now, built)
+    return built
+
+
 def forget_local() -> None:
     """Drop this process's table and choices: what a fresh process has."""
-    global _local
+    global _local, _fallback
     _local = None
+    _fallback = None
     _choices.clear()
 
 
@@ -384,8 +402,10 @@ def _bump() -> None:
     forget_local()  # this process sees its own change at once, others within CHECK_EVERY
     try:
         cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
-    except Exception:  # unreachable: other processes keep their table until it answers again
-        logger.warning("routing: could not bump the table version", exc_info=True)
+    except outages.CACHE_ERRORS as exc:
+        # The change is saved; other processes pick it up at their next version bump. Failing the
+        # write that changed the configuration would not make their tables any fresher.
+        outages.report_down("cache", "the routing table version could not be bumped", exc)
 
 
 # Setup -----------------------------------------------------------------------------------

@@ -8,11 +8,12 @@ from typing import Literal
 
 from django.http import Http404
 from ninja import Field, Router, Schema
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from lindy import selectors as lindy_selectors
 from lindy import tool_registry as registry
 from lindy.api_errors import ApiError
+from lindy.pagination import BoundedLimitOffset
 
 from . import permissions, selectors, services
 from .models import Decision
@@ -128,7 +129,7 @@ def check(request, payload: CheckIn):
 
 
 @router.get("/decisions", response=list[DecisionOut], summary="Your validation decisions (e.g. ?status=blocked)")
-@paginate(LimitOffsetPagination)
+@paginate(BoundedLimitOffset)
 def decision_list(request, status: StatusName | None = None):
     return selectors.decision_list(request.user, status).select_related("resolved_by")
 

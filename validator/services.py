@@ -7,6 +7,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from lindy import outages, queue
 from lindy import services as lindy_services
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
@@ -26,6 +27,10 @@ ROUTE = "validator"
 MAX_STORED_HISTORY = 200
 # Starts the user's instruction when they send a suggestion back to the task.
 SUGGESTION_PREFIX = "Follow the validator's suggestion"
+
+
+class QueueUnavailable(Exception):
+    """The task queue is unreachable, so work that continues in the background can't start now."""
 
 
 class AlreadyResolved(Exception):
@@ -253,6 +258,13 @@ def decision_follow_suggestion(*, decision_id: int, user) -> Decision:
     current = Decision.objects.filter(pk=decision_id, user=user).first()
     if current is None or not current.suggested_next_step or current.task_id is None:
         raise AlreadyResolved("There is no suggestion to follow for this action.")
+    # The agent acts on the instruction in the background: with the queue unreachable it would be
+    # stored and never acted on, so refuse before changing anything.
+    try:
+        queue.broker_check()
+    except outages.BROKER_ERRORS as exc:
+        raise QueueUnavailable("The task queue is unreachable right now, so nothing changed. "
+                               "Try again in a moment.") from exc
     decision = _claim(decision_id=decision_id, user=user, status=Decision.Status.SUGGESTION_FOLLOWED)
     task = decision.task
     assert task is not None  # checked above; the task of a decision never changes

@@ -67,7 +67,7 @@ def _resolve(request, decision_id: int, action, done: str):
     try:
         decision = action(decision_id=decision.pk, user=request.user)
         messages.success(request, done)
-    except services.AlreadyResolved as exc:
+    except (services.AlreadyResolved, services.QueueUnavailable) as exc:
         messages.error(request, str(exc))
         decision = selectors.decision_detail(request.user, decision_id)
     if request.htmx:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 
 import httpx
@@ -96,6 +97,10 @@ def check_imessage(*, address: str) -> bool:
     return bool(data.get("available"))
 
 
+_TIMESTAMP = re.compile(r"[0-9]{1,13}(\.[0-9]{1,6})?")
+_HEX_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+
+
 def signature_for(secret: str, timestamp: str, raw_body: bytes) -> str:
     message = timestamp.encode() + b"." + raw_body
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
@@ -105,16 +110,21 @@ def verify_webhook(*, raw_body: bytes, timestamp: str | None, signature: str | N
     secret = settings.LINQ_WEBHOOK_SECRET
     if not secret or not timestamp or not signature:
         return False
-    try:
-        sent_at = float(timestamp)
-    except ValueError:
+    # Only the shapes the sender produces: ASCII digits (seconds or milliseconds) and a hex digest.
+    # float() would also read "nan" (which passes any age check), "1e400" or non-ASCII digits, and
+    # compare_digest raises on non-ASCII text: each of those was a 500 or a hole, now a plain no.
+    if not _TIMESTAMP.fullmatch(timestamp):
         return False
+    digest = signature.strip().removeprefix("sha256=")
+    if not _HEX_DIGEST.fullmatch(digest):
+        return False
+    sent_at = float(timestamp)
     if sent_at > 1e12:  # milliseconds
         sent_at /= 1000
     if abs((now or time.time()) - sent_at) > settings.WEBHOOK_MAX_AGE_SECONDS:
         return False
     expected = signature_for(secret, timestamp, raw_body)
-    return hmac.compare_digest(expected, signature.strip().removeprefix("sha256="))
+    return hmac.compare_digest(expected, digest.lower())
 
 
 # --- Webhook payloads -----------------------------------------------------------------------------

@@ -541,7 +541,7 @@ def test_oversized_webhook_bodies_are_rejected(cast, linq, line):
     payload = message_received(sender="+16505550001", line=line.phone, text="x" * 5000)
     with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1024):
         response = post_linq(payload)
-    assert response.status_code == 400
+    assert response.status_code == 413
     assert not InboundMessage.objects.exists()
 
 

@@ -1,0 +1,206 @@
+"""Redis down, product up: with the cache and the broker pointed at a closed port, nothing answers
+500. /healthz says what is down (503), routing reads the database, a hydration run that could not
+be queued says so and is retried, and webhooks still store what arrives."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from django.test import Client, override_settings
+
+from channels_app import services as channels_services
+from channels_app.models import InboundMessage, SlackChannel
+from channels_app.services import queue as channels_queue
+from hydration import services as hydration_services
+from hydration import tasks as hydration_tasks
+from hydration.models import Run
+from lindy.celery import app as celery_app
+from router import routing
+from tests.channels_app.factories import SendingNumberFactory, SlackInstallationFactory, TextingProfileFactory
+from tests.conftest import client_for
+from tests.fakes.linq import FakeLinq, message_received, signed
+from tests.fakes.slack_api import FakeSlack, member_joined, signed_event
+
+pytestmark = pytest.mark.django_db
+
+SEND = {"tool": "send_email", "arguments": {"to": ["jane@initech.test"], "subject": "Report", "body": "Here."}}
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed when the socket is: nothing listens there
+
+
+def _swap_broker(url: str, transport_options: dict, publish_retry: bool) -> tuple:
+    conf = celery_app.conf
+    before = (conf.broker_url, conf.broker_transport_options, conf.task_publish_retry)
+    conf.broker_url, conf.broker_transport_options, conf.task_publish_retry = url, transport_options, publish_retry
+    # Producers and connections are pooled: drop them so the next send connects to `url`.
+    celery_app.pool.force_close_all()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    return before
+
+
+@pytest.fixture
+def redis_down():
+    """The cache and the broker at a port nothing listens on, failing fast (no retries, short
+    socket timeouts), as when Redis is stopped."""
+    url = f"redis://127.0.0.1:{_closed_port()}/0"
+    caches = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "down",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }}
+    before = _swap_broker(url, {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "max_retries": 0}, False)
+    with override_settings(CACHES=caches, CELERY_BROKER_URL=url):
+        yield url
+    _swap_broker(*before)
+
+
+@pytest.fixture
+def broker_sent(monkeypatch):
+    sent = []
+    monkeypatch.setattr(hydration_tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: sent.append(args[0]))
+    return sent
+
+
+def test_healthz_is_200_json_when_everything_is_up(db):
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["database"] == "ok" and body["cache"] == "ok" and body["broker"] == "ok"
+    assert body["failing"] == []
+
+
+def test_healthz_is_503_json_naming_cache_and_broker_when_redis_is_down(redis_down):
+    started = time.monotonic()
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert body["database"] == "ok"
+    assert body["cache"].startswith("error") and body["broker"].startswith("error")
+    assert body["failing"] == ["cache", "broker"]
+    assert time.monotonic() - started < 5
+
+
+def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, caplog):
+    routing._local.version = None  # no table kept in this process from before the outage
+    with caplog.at_level("WARNING"):
+        first = routing.assign("agent.step", cast.member)
+        second = routing.assign("agent.step", cast.member)
+    assert first.target.name == second.target.name == routing.DEFAULT_TARGET
+    assert sum("cache" in r.getMessage() and "once" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_routing_change_during_the_outage_is_seen_at_once(cast, redis_down):
+    from router.models import ModelChoice, Target
+
+    routing._local.version = None
+    assert routing.assign("agent.step", cast.member).reason != "explicit_choice"
+    haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
+    ModelChoice.objects.create(user=cast.member, route="", target=haiku)  # the signal bumps the version
+    chosen = routing.assign("agent.step", cast.member)
+    assert chosen.reason == "explicit_choice" and chosen.target.name == haiku.name
+
+
+def test_my_model_page_works_with_redis_down(cast, redis_down):
+    routing._local.version = None
+    response = client_for(cast.member).get("/router/my-model/")
+    assert response.status_code == 200
+    assert routing.DEFAULT_TARGET in response.content.decode()
+
+
+def test_validator_check_works_with_redis_down(cast, redis_down, api_for):
+    routing._local.version = None
+    response = api_for(cast.member).post("/api/validator/check", {
+        "history": [{"actor": "external", "name": "jane@initech.test", "content": "Can you send me the report?"}],
+        "action": {**SEND, "justification": 'She asked "Can you send me the report?"'},
+    })
+    assert response.status_code == 200, response.content[:300]
+    assert response.json()["approved"] is False
+
+
+@pytest.mark.django_db(transaction=True)  # as in production: the enqueue runs when the trigger commits
+def test_run_now_with_the_broker_down_is_marked_and_the_next_click_retries(cast, redis_down):
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    client = client_for(cast.member)
+    response = client.post(f"/hydration/{fs.pk}/run", follow=True)
+    assert response.status_code == 200
+    run = Run.objects.get(filesystem=fs)
+    assert run.status == Run.Status.ENQUEUE_FAILED and not run.is_active
+    page = response.content.decode()
+    assert "could not be queued" in page.lower() and "already in progress" not in page
+    # The run page shows the status; the next click makes a new attempt instead of "already in progress".
+    assert "Could not be queued" in client.get(f"/hydration/runs/{run.pk}/").content.decode()
+    again = client.post(f"/hydration/{fs.pk}/run", follow=True).content.decode()
+    assert "already in progress" not in again
+    assert Run.objects.filter(filesystem=fs).count() == 2
+    assert not Run.objects.filter(filesystem=fs, status__in=Run.ACTIVE).exists()
+
+
+def test_api_run_start_with_the_broker_down_answers_without_a_500(cast, redis_down, api_for,
+                                                                  django_capture_on_commit_callbacks):
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_for(cast.member).post(f"/api/hydration/filesystems/{fs.pk}/runs")
+    assert response.status_code in (201, 503), response.content[:300]
+    assert Run.objects.get(filesystem=fs).status == Run.Status.ENQUEUE_FAILED
+
+
+def test_the_dispatch_sweep_queues_a_run_that_could_not_be_queued(cast, broker_sent, django_capture_on_commit_callbacks):
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.ENQUEUE_FAILED)
+    with django_capture_on_commit_callbacks(execute=True):
+        hydration_tasks.dispatch_due()
+    run.refresh_from_db()
+    assert run.status == Run.Status.QUEUED and broker_sent == [run.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        hydration_tasks.dispatch_due()
+    assert broker_sent == [run.pk]  # queued once: it is live now, not failed
+
+
+def test_linq_webhook_stores_the_message_with_the_broker_down(cast, redis_down, django_capture_on_commit_callbacks,
+                                                              monkeypatch):
+    with FakeLinq() as linq, override_settings(**linq.settings()):
+        line = SendingNumberFactory()
+        TextingProfileFactory(user=cast.member, phone="+16505550001")
+        body, headers = signed(message_received(sender="+16505550001", line=line.phone, text="hi"))
+        started = time.monotonic()
+        with django_capture_on_commit_callbacks(execute=True):
+            response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
+    assert response.status_code == 200, response.content[:300]
+    message = InboundMessage.objects.get(text="hi")
+    assert time.monotonic() - started < 5
+    # Once the broker is back, the recovery sweep (beat) queues the stored message's conversation.
+    fired = []
+    monkeypatch.setattr(channels_queue, "task_send", lambda name, *args, **kwargs: fired.append((name, args[0])))
+    channels_services.debounce_recover(include_waiting=True)
+    assert (channels_queue.DEBOUNCE_FIRE, message.conversation_id) in fired
+
+
+def test_slack_events_are_stored_with_redis_down(cast, redis_down, django_capture_on_commit_callbacks):
+    with FakeSlack() as slack, override_settings(**slack.settings()):
+        SlackInstallationFactory(team=cast.team)
+        slack.add_channel("C0NEW", "general", private=False)
+        body, headers = signed_event(member_joined("C0NEW"))
+        with django_capture_on_commit_callbacks(execute=True):
+            response = Client().post("/slack/events", body, content_type="application/json", **headers)
+    assert response.status_code == 200, response.content[:300]
+    assert SlackChannel.objects.filter(channel_id="C0NEW").exists()
+
+
+def test_following_a_suggestion_with_the_broker_down_changes_nothing(cast, redis_down):
+    from tests.validator.test_views import blocked_payment
+
+    decision = blocked_payment(cast)
+    events = decision.task.events.count()
+    response = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/follow/", follow=True)
+    assert response.status_code == 200
+    assert "task queue is unreachable" in response.content.decode()
+    decision.refresh_from_db()
+    assert decision.status == "blocked" and decision.task.events.count() == events
