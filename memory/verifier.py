@@ -112,7 +112,9 @@ def _resolved_links(markdown: str) -> _Links:
     """The links of index.md or master.md, resolved. Cached by content: the memory agent's
     rounds and every page re-verify the same index, and a str keeps its own hash."""
     targets = link_targets(markdown)
-    plain = set(_PLAIN_TARGETS.findall("\n".join(targets)))
+    # A root name that folds to index.md or master.md without being it is a lookalike, refused
+    # by clean_path: leave it to the slow path so the verdict names it.
+    plain = {t for t in _PLAIN_TARGETS.findall("\n".join(targets)) if t in SPECIAL or t.lower() not in SPECIAL}
     paths = {target: target for target in plain}
     broken = []
     for target in targets:

@@ -112,3 +112,10 @@ def test_search_has_trigram_indexes_on_postgresql():
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_memoryfile'")
         names = {row[0] for row in cursor.fetchall()}
     assert {"memory_file_path_trgm", "memory_file_content_trgm"} <= names
+
+
+def test_lookalike_special_names_in_links_are_refused_as_by_clean_path():
+    verifier._resolved_links.cache_clear()
+    links = verifier._resolved_links("- [a](Index.md)\n- [b](MASTER.md)\n- [c](people/Index.md)\n")
+    assert {target for target, _ in links.broken} == {"Index.md", "MASTER.md"}
+    assert "people/Index.md" in links.paths
