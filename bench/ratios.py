@@ -1,8 +1,9 @@
-"""Ratios for `make bench`: each measurement is compared with a baseline measured in the same
-run (a trivial view, a bare pass), so a noisy machine moves both sides and does not decide.
+"""Lines for `make bench`. Most measurements are ratios against a baseline measured in the same
+run (a trivial view, a bare pass), so a noisy machine moves both sides and does not decide;
+a few goals the issue states in absolute units (µs per routing choice, seconds of debounce).
 
-A bench test calls `record(...)`; bench/conftest.py prints every line at the end of the run
-and makes the run fail when a ratio misses its goal.
+A bench test calls `record(...)` or `record_absolute(...)`; bench/conftest.py prints every
+line at the end of the run and makes the run fail when one misses its goal.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-LINES: list[Ratio] = []
+LINES: list[Ratio | Absolute] = []
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,31 @@ class Ratio:
         note = f"  ({self.note})" if self.note else ""
         return (f"{verdict}  {self.name}: {self.ratio:.1f}× (goal ≤ {self.goal:g}×; "
                 f"{self.value:.3f} vs {self.baseline:.3f} {self.unit}){note}")
+
+
+@dataclass(frozen=True)
+class Absolute:
+    name: str
+    value: float
+    goal: float  # the value must be at most this
+    unit: str
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.value <= self.goal
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        note = f"  ({self.note})" if self.note else ""
+        return f"{verdict}  {self.name}: {self.value:.2f} {self.unit} (goal ≤ {self.goal:g} {self.unit}){note}"
+
+
+def record_absolute(name: str, value: float, goal: float, unit: str, note: str = "") -> Absolute:
+    line = Absolute(name, value, goal, unit, note)
+    LINES.append(line)
+    print(f"\n{line.line()}")
+    return line
 
 
 def record(name: str, value: float, baseline: float, goal: float, unit: str = "ms", note: str = "") -> Ratio:

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from django.conf import settings
+from ratios import record_absolute
 
 GOAL_MICROSECONDS = 50.0
 BATCHES, CALLS = 15, 2_000
@@ -30,7 +31,7 @@ def _median_microseconds(call) -> float:
 
 
 @pytest.mark.django_db
-def test_routing_choice(capsys):
+def test_routing_choice():
     if not settings.REDIS_URL:
         pytest.skip("the routing bench measures the choice with Redis: set REDIS_URL or run a server on 127.0.0.1:6379")
     from lindy.models import Membership
@@ -61,8 +62,4 @@ def test_routing_choice(capsys):
 
     choice = _median_microseconds(choose) / len(users)
     decision = _median_microseconds(decide_only) / len(users)
-    verdict = "PASS" if choice <= GOAL_MICROSECONDS else "FAIL"
-    with capsys.disabled():
-        print(f"\nrouting choice: {choice:.1f} µs (goal ≤ {GOAL_MICROSECONDS:g} µs) {verdict}  "
-              f"(the decision alone: {decision:.1f} µs)")
-    assert choice <= GOAL_MICROSECONDS
+    record_absolute("routing choice", choice, GOAL_MICROSECONDS, "µs", note=f"the decision alone: {decision:.1f} µs")
