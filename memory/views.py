@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from . import diffs, permissions, selectors, services
 from .context import context_for
-from .models import FileChange
+from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_markdown
 
@@ -153,7 +153,8 @@ def file_edit(request, fs_id, path):
             return render(request, "memory/edit.html", context, status=200)
         try:
             services.file_write(filesystem=fs, path=item.path, content=content, base_version=base_version,
-                                author_kind=AUTHOR, author=request.user, message=context["message"])
+                                author_kind=AUTHOR, author=request.user, message=context["message"],
+                                source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
             context["error"] = exc
             return render(request, "memory/edit.html", context, status=exc.status)
@@ -189,7 +190,8 @@ def file_new(request, fs_id):
         try:
             services.file_write(filesystem=fs, path=path, content=content, base_version=None, author_kind=AUTHOR,
                                 author=request.user, message=context["message"] or f"Create {path}",
-                                index_description=description if add else None, create_only=True)
+                                index_description=description if add else None, create_only=True,
+                                source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
             context["error"] = exc
             return render(request, "memory/edit.html", context, status=exc.status)
