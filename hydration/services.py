@@ -25,7 +25,7 @@ from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
-from . import agent, gmail, summarizer
+from . import agent, gmail, provenance, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
@@ -63,7 +63,7 @@ def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) 
     left as it is. Returns how many were new."""
     rows = [
         Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
-             title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
+             author_kind=i.author_kind, author_name=i.author_name[:255], title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
              fetched_by=run)
         for i in items
     ]
@@ -305,6 +305,10 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
 def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
     fs = run.filesystem
     message = f"Hydration run {run.pk}: " + (result.message.splitlines()[0] if result.message else "memory agent update")
+    # Whose words the revision holds: every item the run takes in, not only those the agent
+    # cited, so a fact it left uncited cannot pass as the owner's.
+    words_of, words_from = provenance.words_of(
+        Item.objects.filter(pk__in=item_ids).only("source", "author", "author_kind", "author_name"))
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -315,6 +319,7 @@ def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
                 filesystem=fs, changes=result.draft.changes, author_kind=memory_services.AuthorKind.MEMORY_AGENT,
                 message=message[:500], source_kind="hydration_run", source_id=str(run.pk),
                 counter=result.draft.counter,  # the agent's draft counted these files: not again
+                words_of=words_of, words_from=words_from,
             )
             _mark_processed(run, item_ids)
             valid = set(item_ids) | set(Item.objects.filter(filesystem=fs, pk__in={
