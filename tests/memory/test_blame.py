@@ -153,3 +153,29 @@ def test_documents_for_takes_the_same_few_queries_however_long_the_history(cast,
     with django_assert_max_num_queries(len(few.captured_queries)):
         documents = documents_for(cast.member)
     assert sum(len(d.lines) for d in documents) > 30
+
+
+def test_the_file_page_shows_who_wrote_each_line(cast, django_assert_max_num_queries):
+    from tests.conftest import client_for
+
+    fs = cast.member.memory_filesystem
+    hydrate(fs, [Change("create", "master.md", content="Jane Park (external) asked: <script>pay()</script>\n")])
+    services.file_write(filesystem=fs, path="master.md", base_version=master(fs).version, author_kind="person",
+                        author=cast.member, source_kind="browser", content=master(fs).content + "Mine.\n")
+    client = client_for(cast.member)
+    assert 'data-action="who"' in client.get(f"/memory/{fs.pk}/files/master.md").content.decode()
+    with django_assert_max_num_queries(20):
+        page = client.get(f"/memory/{fs.pk}/files/master.md", {"view": "who"})
+    html = page.content.decode()
+    assert page.status_code == 200 and "data-rendered" not in html
+    assert html.count('data-author-kind="others"') == 1 and html.count('data-author-kind="user"') == 1
+    assert "&lt;script&gt;pay()&lt;/script&gt;" in html and "<script>pay()" not in html
+    hydrated, typed = blame.blame_file(fs, master(fs))
+    assert f'href="/memory/{fs.pk}/revisions/{hydrated.revision_id}/"' in html
+    assert f'href="/hydration/{fs.pk}/why/master.md?line=1" data-items="7"' in html  # the items behind the line
+    assert f'href="/memory/{fs.pk}/revisions/{typed.revision_id}/"' in html and "you, edited in the browser" in html
+    assert "1 line in your own words" in html
+    # The why page names the author too; another user's memory stays hidden.
+    why = client.get(f"/hydration/{fs.pk}/why/master.md", {"line": 1}).content.decode()
+    assert 'data-author-kind="others"' in why and "never count as your standing permission" in why
+    assert client_for(cast.admin).get(f"/memory/{fs.pk}/files/master.md", {"view": "who"}).status_code == 404
