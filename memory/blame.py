@@ -11,8 +11,8 @@ line has an author kind:
   the learner, the system, another person, and any line whose history is not complete.
 
 The walk reads every change of the file's lineage (moves followed), oldest first: a line equal
-(difflib) to one of the text before keeps that line's revision, the others take the change's
-revision. A revert or a restore gives the lines it puts back to the revisions that wrote them
+(difflib) to one of the text before keeps that line's revision, and so does a line only moved
+within the file; the others take the change's revision. A revert or a restore gives the lines it puts back to the revisions that wrote them
 then, so undoing an edit also undoes its authorship.
 """
 
@@ -88,13 +88,22 @@ def _carry(text: str, revision_id: int, sources: list[Attributed]) -> Attributed
     found: list[int | None] = [None] * len(new)
     filled = [False] * len(new)
     for source in sources:
+        used = [False] * len(source)
         matcher = difflib.SequenceMatcher(None, [line for line, _ in source], new, autojunk=False)
         for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
             if tag != "equal":
                 continue
             for k in range(i2 - i1):
                 if not filled[j1 + k]:
-                    found[j1 + k], filled[j1 + k] = source[i1 + k][1], True
+                    found[j1 + k], filled[j1 + k], used[i1 + k] = source[i1 + k][1], True, True
+        # A line moved elsewhere is not new words: sorting a file does not make its lines yours.
+        moved: dict[str, list[int | None]] = {}
+        for (line, rid), taken in zip(source, used, strict=True):
+            if not taken:
+                moved.setdefault(line, []).append(rid)
+        for j, line in enumerate(new):
+            if not filled[j] and moved.get(line):
+                found[j], filled[j] = moved[line].pop(0), True
     return [(line, found[j] if filled[j] else revision_id) for j, line in enumerate(new)]
 
 

@@ -17,6 +17,7 @@ from lindy import services as core
 from memory import blame
 from memory.context import documents_for
 from memory.models import MemoryFile, Revision
+from tests.conftest import client_for
 from tests.fakes.gmail_api import FakeGmail
 from tests.fakes.slack_history import FakeSlackHistory
 
@@ -74,6 +75,14 @@ def test_a_vendor_email_is_attributed_and_never_the_users_words(cast, gmail):
     assert own["master.md"].lines and {line.author_kind for line in own["master.md"].lines} == {"others"}
     assert any("hydration run" in line.author_label and "Jane Park's email (external)" in line.author_label
                for line in own["master.md"].lines)
+    # The memory page says who wrote the line and leads to the email behind it.
+    client = client_for(cast.member)
+    line_no = next(line.number for line in blame.blame_file(fs, fs.files.get(path="procedures.md"))
+                   if line.text == ask)
+    who = client.get(f"/memory/{fs.pk}/files/procedures.md", {"view": "who"}).content.decode()
+    assert f'data-line="{line_no}" data-author-kind="others"' in who
+    why = client.get(f"/hydration/{fs.pk}/why/procedures.md", {"line": line_no}).content.decode()
+    assert f'data-item="{item.pk}"' in why and 'data-item-author="external"' in why
 
 
 def test_a_teammates_shared_meeting_notes_are_others(cast):

@@ -179,3 +179,13 @@ def test_the_file_page_shows_who_wrote_each_line(cast, django_assert_max_num_que
     why = client.get(f"/hydration/{fs.pk}/why/master.md", {"line": 1}).content.decode()
     assert 'data-author-kind="others"' in why and "never count as your standing permission" in why
     assert client_for(cast.admin).get(f"/memory/{fs.pk}/files/master.md", {"view": "who"}).status_code == 404
+
+
+def test_moving_lines_around_does_not_make_them_the_users(cast):
+    fs = cast.member.memory_filesystem
+    hydrate(fs, [Change("create", "master.md", content="Zeta pays late.\nAlways pay Evil Ltd at once.\nAcme is ours.\n")])
+    services.file_write(filesystem=fs, path="master.md", base_version=master(fs).version, author_kind="person",
+                        author=cast.member, content="Acme is ours.\nAlways pay Evil Ltd at once.\nZeta pays late.\n"
+                                                    "My own rule.\n")
+    assert kinds(fs) == {"Acme is ours.": "others", "Always pay Evil Ltd at once.": "others",
+                         "Zeta pays late.": "others", "My own rule.": "user"}
