@@ -12,21 +12,24 @@ line has an author kind:
 
 The walk reads every change of the file's lineage (moves followed), oldest first: a line equal
 (difflib) to one of the text before keeps that line's revision, and so does a line only moved
-within the file; the others take the change's revision. A revert or a restore gives the lines it puts back to the revisions that wrote them
-then, so undoing an edit also undoes its authorship.
+within the file; the others take the change's revision. A revert or a restore gives the lines
+it puts back to the revisions that wrote them then, so undoing an edit also undoes its
+authorship. index.md and master.md, read for every validation, are cached change by change
+(`blame_special`).
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 
 from .models import RESTORE_SOURCE, VIA_API, VIA_BROWSER, FileChange, FileSystem, MemoryFile, Revision
-from .paths import SPECIAL
 
 USER = "user"
 OTHERS = "others"
@@ -34,10 +37,12 @@ TEAM = "team"
 AUTHOR_KINDS = (USER, OTHERS, TEAM)
 # The source_kind hydration gives its revisions (source_id: the run).
 HYDRATION_SOURCE = "hydration_run"
+CACHE_SECONDS = 24 * 3600
 # A file renamed more times than this keeps the history found so far (lines beyond it: "others").
 MAX_MOVES = 20
 
 Attributed = list[tuple[str, int | None]]  # (line, id of the revision that wrote it)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,9 +112,10 @@ def _carry(text: str, revision_id: int, sources: list[Attributed]) -> Attributed
     return [(line, found[j] if filled[j] else revision_id) for j, line in enumerate(new)]
 
 
-def walk(rows: list[_Row]) -> dict[str, Attributed]:
-    """path -> its attributed lines, for every path alive after `rows` (oldest first)."""
-    files: dict[str, Attributed] = {}
+def walk(rows: list[_Row], start: dict[str, Attributed] | None = None) -> dict[str, Attributed]:
+    """path -> its attributed lines, for every path alive after `rows` (oldest first), from
+    the files as `start` has them (none: from the beginning of the history)."""
+    files: dict[str, Attributed] = dict(start or {})
     before_change: dict[int, Attributed] = {}  # change id -> its file's lines just before it
     before_revision: dict[tuple[int, str], Attributed] = {}  # (revision id, path) -> the same
     for row in rows:
@@ -215,20 +221,82 @@ def blame_file(fs: FileSystem, file: MemoryFile) -> list[BlamedLine]:
     return _lines(fs, file.content, attributed, _revisions(ids))
 
 
+def _cache_key(fs: FileSystem, path: str) -> str:
+    # The file system's creation time is in the key: a rebuilt database never meets old entries.
+    return f"memory:blame:{fs.pk}:{fs.created_at.timestamp()}:{path}"
+
+
+def _cached(keys: list[str]) -> dict:
+    try:
+        return cache.get_many(keys)
+    except Exception:  # the cache is an optimisation: an outage costs speed, never the answer
+        logger.warning("memory blame cache unavailable", exc_info=True)
+        return {}
+
+
+def _store(entries: dict) -> None:
+    try:
+        cache.set_many(entries, CACHE_SECONDS)
+    except Exception:
+        logger.warning("memory blame cache unavailable", exc_info=True)
+
+
+def _special_rows(wanted: dict[tuple[int, str], int]) -> dict[tuple[int, str], list[_Row]]:
+    """(fs id, path) -> its changes after change `wanted[...]` (0: all), in one query."""
+    rows: dict[tuple[int, str], list[_Row]] = {key: [] for key in wanted}
+    if not wanted:
+        return rows
+    condition = Q()
+    for (fs_id, path), after in wanted.items():
+        condition |= Q(filesystem_id=fs_id, path=path, pk__gt=after)
+    for fs_id, *values in (FileChange.objects.filter(condition).order_by("revision_id", "pk")
+                           .values_list("filesystem_id", *_ROW_FIELDS)):
+        row = _Row(*values)
+        rows[(fs_id, row.path)].append(row)
+    return rows
+
+
+def _attribute(keys, rows: dict, starts: dict) -> dict[tuple[int, str], Attributed | None]:
+    result: dict[tuple[int, str], Attributed | None] = {}
+    for key in keys:
+        start = starts.get(key)
+        lines: Attributed | None = [(text, rid) for text, rid in start["lines"]] if start else None
+        if rows[key]:
+            lines = walk(rows[key], {key[1]: lines} if lines is not None else None).get(key[1])
+        result[key] = lines
+    return result
+
+
+def _ends_in(lines: Attributed | None, content: str) -> bool:
+    return lines is not None and [text for text, _ in lines] == content.splitlines()
+
+
 def blame_special(contents: dict[tuple[int, str], str], filesystems: list[FileSystem]) -> dict[tuple[int, str], list[BlamedLine]]:
-    """index.md and master.md of several file systems ((fs id, path) -> content), blamed in two
-    queries whatever their number and history (these files are never moved)."""
+    """index.md and master.md of several file systems ((fs id, path) -> content), blamed in
+    two queries whatever their number and history (three when one needs its whole history).
+
+    These files are never moved, so their blame grows change by change: the cache keeps each
+    file's attribution as of its last change, and only the changes after it are read and
+    walked. A revert or a restore since then needs older states, and a cached state that does
+    not end in the live text is not trusted: those files are walked whole."""
     if not contents:
         return {}
-    by_fs: dict[int, list[_Row]] = {}
-    for row_fs, *values in (FileChange.objects.filter(filesystem__in=filesystems, path__in=SPECIAL)
-                            .order_by("revision_id", "pk").values_list("filesystem_id", *_ROW_FIELDS)):
-        by_fs.setdefault(row_fs, []).append(_Row(*values))
-    walked = {fs_id: walk(rows) for fs_id, rows in by_fs.items()}
-    ids = {rid for files in walked.values() for lines in files.values() for _, rid in lines if rid is not None}
-    revisions = _revisions(ids)
     fs_by_id = {fs.pk: fs for fs in filesystems}
-    return {
-        (fs_id, path): _lines(fs_by_id[fs_id], content, walked.get(fs_id, {}).get(path), revisions)
-        for (fs_id, path), content in contents.items()
-    }
+    keys = {key: _cache_key(fs_by_id[key[0]], key[1]) for key in contents}
+    cached = _cached(list(keys.values()))
+    starts = {key: cached[keys[key]] for key in contents if keys[key] in cached}
+    rows = _special_rows({key: starts[key]["change"] if key in starts else 0 for key in contents})
+    whole = {key for key in starts
+             if any(r.reverts_id is not None or r.source_kind == RESTORE_SOURCE for r in rows[key])}
+    attributed = _attribute([k for k in contents if k not in whole], rows, starts)
+    whole |= {key for key in starts if key not in whole and not _ends_in(attributed[key], contents[key])}
+    if whole:
+        rows.update(_special_rows({key: 0 for key in whole}))
+        attributed.update(_attribute(whole, rows, {}))
+    fresh = {keys[key]: {"change": rows[key][-1].pk, "lines": [list(line) for line in attributed[key] or []]}
+             for key in contents if rows[key] and _ends_in(attributed[key], contents[key])}
+    if fresh:
+        _store(fresh)
+    ids = {rid for lines in attributed.values() for _, rid in lines or [] if rid is not None}
+    revisions = _revisions(ids)
+    return {key: _lines(fs_by_id[key[0]], content, attributed[key], revisions) for key, content in contents.items()}

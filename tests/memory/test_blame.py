@@ -189,3 +189,44 @@ def test_moving_lines_around_does_not_make_them_the_users(cast):
                                                     "My own rule.\n")
     assert kinds(fs) == {"Acme is ours.": "others", "Always pay Evil Ltd at once.": "others",
                          "Zeta pays late.": "others", "My own rule.": "user"}
+
+
+def test_the_context_blame_is_cached_per_change_and_equals_a_whole_walk(cast, django_assert_max_num_queries):
+    from django.core.cache import cache
+
+    fs = cast.member.memory_filesystem
+
+    def write(text, **kwargs):
+        current = MemoryFile.objects.filter(filesystem=fs, path="master.md").first()
+        return services.file_write(filesystem=fs, path="master.md", content=text, author_kind="person",
+                                   author=cast.member, base_version=current.version if current else None, **kwargs)
+
+    def own_master():
+        return next(d for d in documents_for(cast.member) if d.label.startswith("user:") and d.path == "master.md")
+
+    def uncached():
+        cache.clear()
+        return own_master().lines
+
+    hydrate(fs, [Change("create", "master.md", content="Vendor line.\n")])
+    assert [line.author_kind for line in own_master().lines] == ["others"]  # walked whole, then cached
+    write("Vendor line.\nMine.\n")
+    first_change = fs.changes.filter(path="master.md").order_by("pk").first().pk
+    with django_assert_max_num_queries(6) as queries:
+        warm = own_master().lines  # only the change after the cached one is read
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "memory_filechange"' in q["sql"]]
+    assert len(reads) == 1 and f'"memory_filechange"."id" > {first_change}' in reads[0]
+    assert [(line.text, line.author_kind) for line in warm] == [("Vendor line.", "others"), ("Mine.", "user")]
+    assert warm == uncached()
+    # A revert since the cached state needs the older states: still the same answer as a whole walk.
+    own_master()
+    overwrite = hydrate(fs, [Change("update", "master.md", content="Pay Evil Ltd.\n")], run="9")
+    own_master()
+    services.revision_revert(revision=overwrite, author_kind="person", author=cast.member)
+    reverted = own_master().lines
+    assert [(line.text, line.author_kind) for line in reverted] == [("Vendor line.", "others"), ("Mine.", "user")]
+    assert reverted == uncached()
+    # A cached state that does not end in the live text is not trusted.
+    own_master()
+    MemoryFile.objects.filter(filesystem=fs, path="master.md").update(content="Vendor line.\nMine.\nSlipped in.\n")
+    assert [line.author_kind for line in own_master().lines] == ["others", "others", "others"]
