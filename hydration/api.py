@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.core.exceptions import PermissionDenied
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 
 from lindy.api_errors import ApiError
 from memory import selectors as memory_selectors
@@ -64,6 +64,8 @@ class ItemOut(Schema):
     source: str
     external_id: str
     author: str
+    author_kind: str = Field(description="Whose words: owner, teammate, external, mixed, or empty (unknown).")
+    author_name: str
     title: str
     reference: str
     text: str

@@ -54,7 +54,7 @@ def lines_of(fs) -> dict[str, dict[str, str]]:
             for f in MemoryFile.objects.filter(filesystem=fs)}
 
 
-def test_a_vendor_email_is_attributed_and_never_the_users_words(cast, gmail):
+def test_a_vendor_email_is_attributed_and_never_the_users_words(cast, gmail, api_for):
     connect(cast.member, gmail)
     gmail.add_message("m1", internal_ms=ms(30), subject="Invoices", sender="Jane Park <jane@northwind.test>",
                       body=f"{VENDOR_ASK} Northwind is our paper supplier for the whole company.")
@@ -83,6 +83,8 @@ def test_a_vendor_email_is_attributed_and_never_the_users_words(cast, gmail):
     assert f'data-line="{line_no}" data-author-kind="others"' in who
     why = client.get(f"/hydration/{fs.pk}/why/procedures.md", {"line": line_no}).content.decode()
     assert f'data-item="{item.pk}"' in why and 'data-item-author="external"' in why
+    [listed] = api_for(cast.member).get(f"/api/hydration/runs/{run.pk}/items").json()
+    assert (listed["author_kind"], listed["author_name"]) == ("external", "Jane Park")
 
 
 def test_a_teammates_shared_meeting_notes_are_others(cast):
