@@ -5,7 +5,8 @@ from .models import Item, Run, Schedule, SourceState
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("pk", "filesystem", "status", "trigger", "item_count", "fact_count", "revision", "created_at")
+    list_display = ("pk", "filesystem", "status", "trigger", "item_count", "fact_count", "revision", "attempts",
+                    "lease_holder", "heartbeat_at", "created_at")
     list_filter = ("status", "trigger")
     raw_id_fields = ("filesystem", "revision", "triggered_by")
 
@@ -25,6 +26,7 @@ class ScheduleAdmin(admin.ModelAdmin):
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ("pk", "filesystem", "source", "external_id", "occurred_at", "processed_by")
+    list_display = ("pk", "filesystem", "source", "external_id", "occurred_at", "processed_by", "processed_note",
+                    "left_out")
     list_filter = ("source",)
     raw_id_fields = ("filesystem", "fetched_by", "processed_by")

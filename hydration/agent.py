@@ -29,6 +29,8 @@ from . import prompts
 ROUTE = "memory.agent"
 # What read_file answers for an empty file (a tool result needs some text).
 EMPTY_FILE = "(this file is empty)"
+# The kind of problem a refused write leaves (next to the verifier's kinds).
+REFUSED_WRITE = "refused_write"
 
 
 class ToolError(Exception):
@@ -42,6 +44,9 @@ class AgentDraft:
 
     draft: Draft
     sources: dict[str, set[int]] = field(default_factory=dict)
+    # Writes the draft refused (path -> why) that no later write to the same path made good:
+    # the facts they carried are not in the draft, so they count as problems like a violation.
+    refused: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, filesystem, user=None) -> AgentDraft:
@@ -62,9 +67,19 @@ class AgentDraft:
 
     def _apply(self, change: Change):
         try:
-            return self.draft.apply(change)
+            record = self.draft.apply(change)
         except MemoryWriteError as exc:
+            self._refuse(change.path, exc.message)
             raise ToolError(exc.message) from None
+        self.refused.pop(check_path(change.path), None)
+        return record
+
+    def _refuse(self, raw, message: str) -> None:
+        try:
+            path = check_path(raw)
+        except MemoryWriteError:
+            return  # a path that names no file: the tool error alone tells the agent
+        self.refused[path] = message
 
     def _existing(self, raw) -> str:
         try:
@@ -123,10 +138,15 @@ class AgentDraft:
         except MemoryWriteError as exc:
             raise ToolError(exc.message) from None
         self.sources.pop(path, None)
+        self.refused.pop(path, None)
         return f"Deleted {path}; its index lines and master links went with it."
 
     def violations(self) -> list[dict]:
-        return [v.as_dict() for v in self.draft.violations()]
+        """The verifier's violations, and the refused writes still standing: both keep facts out."""
+        refused = [{"path": path, "kind": REFUSED_WRITE,
+                    "detail": f"Your write to {path} was refused: {message} Its facts are not in the draft."}
+                   for path, message in sorted(self.refused.items())]
+        return [v.as_dict() for v in self.draft.violations()] + refused
 
     def listing(self) -> list[tuple[str, int]]:
         return [(path, f.tokens if f.tokens is not None else 0) for path, f in sorted(self.draft.files.items())]

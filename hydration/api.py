@@ -49,6 +49,8 @@ class RunOut(Schema):
     output_tokens: int
     cost: Decimal
     revision_id: int | None
+    agent_message: str = Field(description="What the run did, read from its revision; or, when it needs "
+                                            "attention, what to split or which budget to raise.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -70,6 +72,8 @@ class ItemOut(Schema):
     reference: str
     text: str
     occurred_at: datetime
+    processed_by_id: int | None = Field(description="The run that took it in; null while it waits for a run.")
+    processed_note: str = Field(description="Where its facts went, why it was dropped, or why it waits.")
 
 
 def _fs(request, fs_id):

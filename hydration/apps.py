@@ -6,6 +6,8 @@ class HydrationConfig(AppConfig):
     verbose_name = "Memory hydration"
 
     def ready(self):
+        from django.conf import settings
+
         from lindy import demo as core_demo
         from lindy import navigation, schedules
         from router.routing import register_route
@@ -29,5 +31,11 @@ class HydrationConfig(AppConfig):
             name="hydration.dispatch_due", task="hydration.tasks.dispatch_due", every_seconds=300,
             description="Starts the hydration run of every team and user memory whose 12-hour slot came "
                         "(each file system has its own slot, so runs spread over the interval).",
+        ))
+        schedules.register(schedules.Periodic(
+            name="hydration.recover", task="hydration.tasks.recover",
+            every_seconds=settings.HYDRATION_RECOVER_EVERY_SECONDS,
+            description="Queues again each running hydration whose worker's heartbeat went quiet (a worker "
+                        "killed whole would otherwise hold its run until the broker's 1 h visibility timeout).",
         ))
         core_demo.register_seeder(90, demo.seed)

@@ -82,6 +82,14 @@ class Run(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     lease_until = models.DateTimeField(null=True, blank=True,
                                        help_text="A running run whose lease passed was abandoned by its worker.")
+    # Who holds the lease, so a redelivery can tell a dead holder from a live one without waiting
+    # for lease_until: the same Celery task id delivered again, or a heartbeat gone quiet.
+    lease_holder = models.CharField(max_length=255, blank=True, help_text="host:pid of the worker running it.")
+    lease_task_id = models.CharField(max_length=255, blank=True, help_text="The Celery task id running it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="Refreshed while the worker is alive, even during a model call.")
+    requeued_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="When the recovery sweep last queued it again for a dead worker.")
     sources = models.JSONField(default=dict, blank=True,
                                help_text="Per source: status, items fetched, error.")
     item_count = models.PositiveIntegerField(default=0, help_text="Items summarized (new and left over).")
@@ -155,6 +163,10 @@ class Item(models.Model):
     processed_by = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="processed_items",
                                      help_text="The run whose revision (or verdict of nothing new) took it in.")
+    processed_note = models.CharField(max_length=500, blank=True,
+                                      help_text="Why it was marked processed (or kept for the next run).")
+    left_out = models.PositiveSmallIntegerField(
+        default=0, help_text="Runs whose memory agent passed without writing any of its facts.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

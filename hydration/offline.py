@@ -243,7 +243,7 @@ def memory_agent(request: CompletionRequest) -> OfflineReply:
                             tool_calls=[tool_call("read_file", {"path": p}) for p in wanted])
 
     if prompts.VERIFIER_MARKER in last_text:
-        return _fix(request, last_text, reads, writes, existing)
+        return _fix(request, last_text, reads, writes, {f"- {f['text']}" for f in facts})
 
     if not writes:
         return _write(targets, reads, existing)
@@ -280,7 +280,10 @@ def _write(targets: dict[str, list[dict]], reads: dict[str, str], existing: set[
     return OfflineReply(text="Writing the facts into their files.", tool_calls=tool_calls)
 
 
-def _fix(request, feedback: str, reads, writes, existing) -> OfflineReply:
+def _fix(request, feedback: str, reads, writes, new_lines: set[str]) -> OfflineReply:
+    """Link what is unlinked; bring a file over budget back within it by cutting its oldest lines,
+    but never the lines of this run's facts (cutting those would lose them): when the new facts
+    alone do not fit, leave the file for a person (the run then needs attention)."""
     budget_match = _BUDGET.search(request.system_text())
     budget = int(budget_match.group(1)) if budget_match else 8000
     calls = []
@@ -297,9 +300,13 @@ def _fix(request, feedback: str, reads, writes, existing) -> OfflineReply:
                 continue
             lines = content.splitlines()
             head, body = lines[:1], lines[1:]
-            while body and estimate_tokens("\n".join(head + body) + "\n") > budget:
-                body.pop(0)  # the oldest line goes first
-            calls.append(tool_call("update_file", {"path": path, "content": "\n".join(head + body) + "\n"}))
+            while estimate_tokens("\n".join(head + body) + "\n") > budget:
+                old = next((n for n, line in enumerate(body) if line not in new_lines), None)
+                if old is None:
+                    break
+                body.pop(old)  # the oldest line that is not a new fact goes first
+            if estimate_tokens("\n".join(head + body) + "\n") <= budget:
+                calls.append(tool_call("update_file", {"path": path, "content": "\n".join(head + body) + "\n"}))
     if new_index != index:
         calls.append(tool_call("update_file", {"path": INDEX, "content": new_index.lstrip("\n")}))
     if not calls:

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Q, Value, When
 from django.utils import timezone
 
 from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
-from . import agent, gmail, provenance, summarizer
+from . import accounting, agent, gmail, provenance, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
@@ -173,21 +177,72 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
     return run, True
 
 
-def _claim(run_id: int) -> Run | None:
-    now = timezone.now()
-    from django.db.models import F, Q
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:255]
 
+
+def _dead_holder(now, task_id: str = "") -> Q:
+    """A running run whose holder is gone: its lease passed, its heartbeat went quiet, or the
+    delivery asking is the very task that held it (Celery redelivers a task whose worker died)."""
+    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
+    dead = Q(lease_until__lt=now) | Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+    if task_id:
+        dead |= Q(lease_task_id=task_id)
+    return Q(status=Status.RUNNING) & dead
+
+
+def _claim(run_id: int, task_id: str = "") -> Run | None:
+    now = timezone.now()
     claimed = Run.objects.filter(
-        Q(status=Status.QUEUED) | Q(status=Status.RUNNING, lease_until__lt=now), pk=run_id,
+        Q(status=Status.QUEUED) | (_dead_holder(now, task_id) & Q(attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)),
+        pk=run_id,
     ).update(status=Status.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease(),
-             started_at=now, stage="Starting")
+             started_at=now, stage="Starting", lease_holder=_holder(), lease_task_id=task_id[:255],
+             heartbeat_at=now, requeued_at=None)
     if not claimed:
         return None
     return Run.objects.select_related("filesystem", "filesystem__team", "filesystem__owner").get(pk=run_id)
 
 
+class _Heartbeat:
+    """While the run executes, a thread refreshes its heartbeat (and lease) every few seconds,
+    even while the run waits minutes on one model call: a heartbeat that stops means the worker
+    died, and the run may be taken over without waiting for the lease to pass."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Heartbeat:
+        interval = settings.HYDRATION_HEARTBEAT_SECONDS
+        if interval > 0:
+            self._thread = threading.Thread(target=self._beat, args=(interval,), daemon=True,
+                                            name=f"hydration-heartbeat-{self.run.pk}")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _beat(self, interval: float) -> None:
+        run = self.run
+        try:
+            while not self._stop.wait(interval):
+                now = timezone.now()
+                try:
+                    Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
+                        heartbeat_at=now, lease_until=now + _lease())
+                except DatabaseError:  # a missed beat is no failure; the next one may get through
+                    logger.warning("hydration run %s: heartbeat failed", run.pk, exc_info=True)
+        finally:
+            connection.close()  # the thread's own connection
+
+
 class _Progress:
-    """Keeps the run's stage, usage and lease up to date as it goes."""
+    """Keeps the run's stage, usage, lease and heartbeat up to date as it goes."""
 
     def __init__(self, run: Run):
         self.run = run
@@ -195,10 +250,12 @@ class _Progress:
     def stage(self, text: str) -> None:
         run = self.run
         run.stage = text[:200]
-        run.lease_until = timezone.now() + _lease()
+        now = timezone.now()
+        run.lease_until = now + _lease()
         Run.objects.filter(pk=run.pk, attempts=run.attempts).update(
-            stage=run.stage, lease_until=run.lease_until, sources=run.sources, model_calls=run.model_calls,
-            input_tokens=run.input_tokens, output_tokens=run.output_tokens, cost=run.cost,
+            stage=run.stage, lease_until=run.lease_until, heartbeat_at=now, sources=run.sources,
+            model_calls=run.model_calls, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+            cost=run.cost,
         )
 
     def call(self, completion) -> None:
@@ -231,7 +288,7 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     run.status = status
     run.finished_at = timezone.now()
     run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
-                 Status.NEEDS_ATTENTION: "Stopped: the verifier never passed the draft",
+                 Status.NEEDS_ATTENTION: "Needs attention: nothing written, the items wait for the next run",
                  Status.FAILED: "Failed"}.get(status, status)
     for name, value in fields.items():
         setattr(run, name, value)
@@ -239,21 +296,146 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     return run
 
 
-def _mark_processed(run: Run, item_ids: list[int]) -> None:
-    Item.objects.filter(pk__in=item_ids, processed_by__isnull=True).update(processed_by=run)
+def _settle(run: Run, outcome: accounting.Outcome, status: Status, **fields) -> Run:
+    """Mark the items and finish, only while the run is still this attempt's: a worker whose run
+    was taken over (its heartbeat went quiet for a while) marks nothing."""
+    with transaction.atomic():
+        if not Run.objects.select_for_update().filter(pk=run.pk, attempts=run.attempts,
+                                                      status=Status.RUNNING).exists():
+            run.refresh_from_db()
+            return run
+        _mark_processed(run, outcome)
+        return _finish(run, status, **fields)
 
 
-def run_execute(*, run_id: int) -> Run | None:
-    """Do the run if it is still to be done (idempotent: a duplicate delivery does nothing)."""
-    run = _claim(run_id)
+def _by_note(notes: dict[int, str]) -> Case:
+    """One CASE over the distinct notes, so a single UPDATE writes each item its own note."""
+    groups: dict[str, list[int]] = {}
+    for pk, note in notes.items():
+        groups.setdefault(note, []).append(pk)
+    return Case(*[When(pk__in=pks, then=Value(note)) for note, pks in groups.items()],
+                default=F("processed_note"), output_field=CharField())
+
+
+def _mark_processed(run: Run, outcome: accounting.Outcome) -> None:
+    """Processed (taken in, or dropped by a rule that says why) in one UPDATE; the kept ones get
+    their reason in another. Never more statements for more items."""
+    done = {**outcome.processed, **outcome.dropped}
+    if done:
+        Item.objects.filter(pk__in=list(done), processed_by__isnull=True).update(
+            processed_by=run, processed_note=_by_note(done))
+    if outcome.kept:
+        Item.objects.filter(pk__in=list(outcome.kept), processed_by__isnull=True).update(
+            processed_note=_by_note(outcome.kept),
+            left_out=Case(When(pk__in=list(outcome.left_out), then=F("left_out") + 1), default=F("left_out"),
+                          output_field=PositiveSmallIntegerField()))
+
+
+def _keep_all(item_ids: list[int], note: str) -> None:
+    Item.objects.filter(pk__in=item_ids, processed_by__isnull=True).update(processed_note=note[:500])
+
+
+def _store_facts(run: Run, facts: list[dict], by_id: dict[int, Item]) -> None:
+    """The run's facts and their citations, in two INSERTs whatever their number."""
+    run.facts.all().delete()
+    rows = Fact.objects.bulk_create([Fact(run=run, position=position, kind=fact["kind"], text=fact["text"])
+                                     for position, fact in enumerate(facts)])
+    through = Fact.items.through
+    through.objects.bulk_create(
+        [through(fact_id=row.pk, item_id=i) for row, fact in zip(rows, facts, strict=True)
+         for i in dict.fromkeys(fact["item_ids"]) if i in by_id],
+        ignore_conflicts=True,
+    )
+
+
+def describe_changes(changes) -> str:
+    """What a revision did, from its own changes (op, path, old_path): the run's message names
+    nothing else, whatever the agent said it did."""
+    created: list[str] = []
+    updated: list[str] = []
+    moved: list[str] = []
+    deleted: list[str] = []
+    for op, path, old_path in changes:
+        if op == "create":
+            created.append(path)
+        elif op == "update" and path not in created and path not in updated:
+            updated.append(path)
+        elif op == "move":
+            moved.append(f"{old_path} to {path}")
+        elif op == "delete":
+            deleted.append(path)
+    parts = [f"{verb} {', '.join(paths)}" for verb, paths in
+             (("created", created), ("updated", updated), ("moved", moved), ("deleted", deleted)) if paths]
+    return ("; ".join(parts).capitalize() + ".") if parts else "No file changed."
+
+
+def _advice(fs: FileSystem, violations: list[dict], kept: int) -> str:
+    """What a person can do so the kept items fit next time: what to split, which budget to raise."""
+    lines = [f"Nothing was written; {kept} item(s) kept for the next run. What stopped the memory agent:"]
+    for v in violations:
+        path, kind, detail = v.get("path", ""), v.get("kind", ""), v.get("detail", "")
+        if kind == agent.REFUSED_WRITE:
+            line = f"Split {path} into smaller files linked from index.md ({detail})"
+        elif kind == "over_budget":
+            line = (f"Split {path} into smaller linked files, or raise this memory's per-file budget "
+                    f"(now {fs.file_token_budget} tokens): {detail}")
+        elif kind == "always_loaded_over_budget":
+            line = ("Move detail out of index.md and master.md into linked files, or raise the always-loaded "
+                    f"budget (now {fs.always_loaded_token_budget} tokens).")
+        elif kind == "unlinked":
+            line = f"Link {path} from index.md or master.md, or delete it."
+        else:
+            line = f"{path}: {detail}"
+        if f"- {line}" not in lines:
+            lines.append(f"- {line}")
+    return "\n".join(lines[:21])
+
+
+def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
+    """Do the run if it is still to be done: queued, or running for a holder that is dead (see
+    _dead_holder). A duplicate delivery while the holder lives does nothing. `task_id` is the
+    Celery task id of this delivery, recorded in the lease."""
+    run = _claim(run_id, task_id)
     if run is None:
         return None
     progress = _Progress(run)
-    try:
-        return _pipeline(run, progress)
-    except Exception as exc:
-        logger.exception("hydration run %s failed", run.pk)
-        return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+    with _Heartbeat(run):
+        try:
+            return _pipeline(run, progress)
+        except Exception as exc:
+            logger.exception("hydration run %s failed", run.pk)
+            return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def runs_recover(*, now=None, limit: int = 500) -> list[int]:
+    """The recovery sweep (beat, every HYDRATION_RECOVER_EVERY_SECONDS): queue again each running
+    run whose heartbeat went quiet, since a worker killed whole leaves its message unacknowledged
+    until the broker's visibility timeout (1 h). Idempotent: a run is queued once per stale window
+    (`requeued_at`), and a delivery that finds the run taken over does nothing (the lease decides).
+    A run whose workers died HYDRATION_RUN_MAX_ATTEMPTS times is given up, its items kept.
+    Returns the runs queued."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
+    dead = Run.objects.filter(_dead_holder(now))
+    dead.filter(attempts__gte=settings.HYDRATION_RUN_MAX_ATTEMPTS).update(
+        status=Status.INTERRUPTED, finished_at=now, stage="Interrupted",
+        error=f"Its worker died in each of {settings.HYDRATION_RUN_MAX_ATTEMPTS} attempts; the next run picks up "
+              "its stored items.")
+    due = dead.filter(Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale),
+                      attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)
+    queued = []
+    for run_id in due.order_by("pk").values_list("pk", flat=True)[:limit]:
+        # Mark first, so two sweeps never both queue it; unmark when the broker refuses.
+        if not due.filter(pk=run_id).update(requeued_at=now):
+            continue
+        try:
+            queue.enqueue("hydration.tasks.hydrate", run_id)
+        except Exception:
+            logger.exception("hydration run %s: could not queue it again; the next sweep will", run_id)
+            Run.objects.filter(pk=run_id, requeued_at=now).update(requeued_at=None)
+            continue
+        queued.append(run_id)
+    return queued
 
 
 def _pipeline(run: Run, progress: _Progress) -> Run:
@@ -276,39 +458,55 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
 
     progress.stage(f"Summarizing {len(pending)} item(s)")
     summary = summarizer.summarize(pending, scope=_scope(fs), user=user, team=team, on_call=progress.call)
-    run.facts.all().delete()
     by_id = {item.pk: item for item in pending}
-    for position, fact in enumerate(summary.facts):
-        row = Fact.objects.create(run=run, position=position, kind=fact["kind"], text=fact["text"])
-        row.items.set([by_id[i] for i in fact["item_ids"] if i in by_id])
+    _store_facts(run, summary.facts, by_id)
     run.fact_count = len(summary.facts)
     if not summary.facts:
-        _mark_processed(run, list(by_id))
-        return _finish(run, Status.NO_CHANGES)
+        return _settle(run, accounting.Outcome(processed=dict.fromkeys(by_id, accounting.NO_FACT)), Status.NO_CHANGES,
+                       agent_message="Nothing worth remembering in the new items.")
 
     progress.stage(f"Memory agent: working on {len(summary.facts)} fact(s)")
     result = agent.run_agent(filesystem=fs, facts=summary.facts, scope=_scope(fs), user=user, team=team,
                              on_call=progress.call, on_progress=progress.stage)
     run.verifier_rounds = result.rounds
-    run.agent_message = result.message[:5000]
     if not result.passed:
-        # The live file system is untouched; the items wait for the next run.
-        return _finish(run, Status.NEEDS_ATTENTION, violations=result.violations)
+        # The live file system is untouched; every item waits for the next run.
+        return _needs_attention(run, result.violations, list(by_id))
+
+    outcome = accounting.account(items=pending, facts=summary.facts, draft=result.draft,
+                                 max_left_out=settings.HYDRATION_ITEM_MAX_TRIES)
     if not result.draft.changes:
-        _mark_processed(run, list(by_id))
-        return _finish(run, Status.NO_CHANGES, violations=[])
+        what = "No file changed" + ("" if outcome.kept or outcome.dropped else ": every fact was already in memory")
+        return _settle(run, outcome, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(what, outcome))
 
     progress.stage("Writing the revision")
-    return _commit(run, result, list(by_id))
+    return _commit(run, result, outcome)
 
 
-def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
+def _needs_attention(run: Run, violations: list[dict], item_ids: list[int]) -> Run:
+    advice = _advice(run.filesystem, violations, len(item_ids))
+    _keep_all(item_ids, "Kept for the next run: the run that took it in needs attention (see its message).")
+    return _finish(run, Status.NEEDS_ATTENTION, violations=violations, agent_message=advice[:5000])
+
+
+def _outcome_message(what: str, outcome: accounting.Outcome) -> str:
+    tail = ""
+    if outcome.kept:
+        tail += f" {len(outcome.kept)} item(s) kept for the next run: the agent wrote none of their facts."
+    if outcome.dropped:
+        tail += f" {len(outcome.dropped)} item(s) dropped, left out by the agent run after run."
+    return (what.rstrip(".") + "." + tail)[:5000]
+
+
+def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) -> Run:
     fs = run.filesystem
-    message = f"Hydration run {run.pk}: " + (result.message.splitlines()[0] if result.message else "memory agent update")
-    # Whose words the revision holds: every item the run takes in, not only those the agent
-    # cited, so a fact it left uncited cannot pass as the owner's.
+    records = result.draft.draft.records
+    message = f"Hydration run {run.pk}: " + describe_changes((r.op, r.path, r.old_path) for r in records)
+    # Whose words the revision holds: every item the run summarized (taken in, kept or dropped:
+    # the agent saw all their facts), so a fact it left uncited cannot pass as the owner's.
+    summarized = {*outcome.processed, *outcome.kept, *outcome.dropped}
     words_of, words_from = provenance.words_of(
-        Item.objects.filter(pk__in=item_ids).only("source", "author", "author_kind", "author_name"))
+        Item.objects.filter(pk__in=summarized).only("source", "author", "author_kind", "author_name"))
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -321,23 +519,26 @@ def _commit(run: Run, result: agent.AgentResult, item_ids: list[int]) -> Run:
                 counter=result.draft.counter,  # the agent's draft counted these files: not again
                 words_of=words_of, words_from=words_from,
             )
-            _mark_processed(run, item_ids)
-            valid = set(item_ids) | set(Item.objects.filter(filesystem=fs, pk__in={
-                i for ids in result.draft.sources.values() for i in ids}).values_list("pk", flat=True))
+            _mark_processed(run, outcome)
+            cited = {i for ids in result.draft.sources.values() for i in ids}
+            valid = set(Item.objects.filter(filesystem=fs, pk__in=cited).values_list("pk", flat=True)) if cited else set()
             FileSource.objects.bulk_create(
                 [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
                  for i in sorted(ids) if i in valid],
                 ignore_conflicts=True,
             )
-            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[])
+            # The message is read back from the revision's own rows: it names what was written.
+            written = describe_changes(revision.changes.values_list("op", "path", "old_path"))
+            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[],
+                           agent_message=_outcome_message(written, outcome))
     except _Superseded:
         run.refresh_from_db()
         return run
     except memory_services.VerificationFailed as exc:
-        return _finish(run, Status.NEEDS_ATTENTION, violations=[v.as_dict() for v in exc.violations])
+        return _needs_attention(run, [v.as_dict() for v in exc.violations], list(outcome.processed)
+                                + list(outcome.kept) + list(outcome.dropped))
     except memory_services.NothingChanged:
-        _mark_processed(run, item_ids)
-        return _finish(run, Status.NO_CHANGES)
+        return _settle(run, outcome, Status.NO_CHANGES, agent_message=_outcome_message("No file changed", outcome))
     except memory_services.InvalidChange as exc:
         return _finish(run, Status.FAILED, error=exc.message)
     except memory_services.MemoryWriteError as exc:

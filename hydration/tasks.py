@@ -12,11 +12,17 @@ from . import services
 RUN_TIME_LIMIT = 1500
 
 
-@shared_task(name="hydration.tasks.hydrate", acks_late=True, autoretry_for=(OperationalError,), max_retries=3,
-             retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
-def hydrate(run_id: int) -> str:
-    run = services.run_execute(run_id=run_id)
+@shared_task(name="hydration.tasks.hydrate", bind=True, acks_late=True, autoretry_for=(OperationalError,),
+             max_retries=3, retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
+def hydrate(self, run_id: int) -> str:
+    # The task id goes into the run's lease: redelivered after its worker died, the same id takes over.
+    run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
     return run.status if run else "skipped"
+
+
+@shared_task(name="hydration.tasks.recover", acks_late=True, time_limit=120, soft_time_limit=100)
+def recover() -> int:
+    return len(services.runs_recover())
 
 
 @shared_task(name="hydration.tasks.dispatch_due", acks_late=True, time_limit=300, soft_time_limit=240)

@@ -281,6 +281,17 @@ HYDRATION_SUMMARIZER_INPUT_TOKENS = int(os.environ.get("HYDRATION_SUMMARIZER_INP
 HYDRATION_MAX_ITEMS_PER_RUN = int(os.environ.get("HYDRATION_MAX_ITEMS_PER_RUN", 2000))
 HYDRATION_AGENT_MAX_STEPS = int(os.environ.get("HYDRATION_AGENT_MAX_STEPS", 40))
 HYDRATION_VERIFIER_ROUNDS = int(os.environ.get("HYDRATION_VERIFIER_ROUNDS", 3))
+# An item a passing memory agent wrote none of the facts of is kept for the next run; left out this
+# many runs, it is dropped (saying so), so no item is retried forever.
+HYDRATION_ITEM_MAX_TRIES = int(os.environ.get("HYDRATION_ITEM_MAX_TRIES", 3))
+# A running run's worker refreshes its heartbeat this often (a thread, so even a long model call
+# beats); a heartbeat older than the stale window means the worker is dead: a redelivery takes the
+# run over at once, and the recovery sweep (hydration.tasks.recover) queues it again.
+HYDRATION_HEARTBEAT_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_SECONDS", 10))
+HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 60))
+HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 30))
+# A run taken over this many times (its worker died each time) is given up; its items stay for the next run.
+HYDRATION_RUN_MAX_ATTEMPTS = int(os.environ.get("HYDRATION_RUN_MAX_ATTEMPTS", 3))
 # Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
 HYDRATION_HTTP_TIMEOUT = float(os.environ.get("HYDRATION_HTTP_TIMEOUT", 20))
 HYDRATION_SLACK_MAX_RETRIES = int(os.environ.get("HYDRATION_SLACK_MAX_RETRIES", 3))

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db.models import Count, Q, QuerySet
 
 from . import permissions
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import SPECIAL, PathError, clean_path
 from .verifier import Violation, verify
+
+logger = logging.getLogger(__name__)
+CACHE_SECONDS = 24 * 3600
 
 
 def filesystems_for(user) -> list[FileSystem]:
@@ -38,15 +44,54 @@ def file_get(fs: FileSystem, path: str) -> MemoryFile:
     return found
 
 
+def _head(fs: FileSystem) -> str:
+    """The file system's latest revision, read once per request (kept on the instance). Its
+    time is part of it so a database rebuilt under a surviving cache never matches old keys."""
+    if not hasattr(fs, "_head_revision"):
+        row = (Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk")
+               .values_list("pk", "created_at").first())
+        setattr(fs, "_head_revision", f"{row[0]}@{row[1].timestamp()}" if row else "none")  # noqa: B010
+    return getattr(fs, "_head_revision")  # noqa: B009
+
+
+def _per_revision(fs: FileSystem, name: str, compute, dump=lambda value: value, load=lambda value: value):
+    """`compute(fs)`, cached until the next revision or budget change. Every change to the files
+    is a revision, so facts about the files (the verdict, totals, folders) are cached per
+    (head revision, budgets): a page costs one indexed query instead of reading every row."""
+    key = f"memory:{name}:{fs.pk}:{_head(fs)}:{fs.file_token_budget}:{fs.always_loaded_token_budget}"
+    try:
+        cached = cache.get(key)
+    except Exception:  # the cache is an optimisation: an outage costs speed, never the page
+        logger.warning("memory cache unavailable", exc_info=True)
+        cached = None
+    if cached is not None:
+        return load(cached)
+    value = compute(fs)
+    try:
+        cache.set(key, dump(value), CACHE_SECONDS)
+    except Exception:
+        logger.warning("memory cache unavailable", exc_info=True)
+    return value
+
+
 def status(fs: FileSystem) -> list[Violation]:
-    """The verifier's verdict on the live file system, from stored token counts: two queries
-    whatever the number of files."""
+    """The verifier's verdict on the live file system."""
+    return _per_revision(fs, "verdict", verdict_now, dump=lambda vs: [v.as_dict() for v in vs],
+                         load=lambda rows: [Violation(**row) for row in rows])
+
+
+def verdict_now(fs: FileSystem) -> list[Violation]:
+    """The verdict from the stored rows, uncached: two queries whatever the number of files."""
     tokens = dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "tokens"))
     contents = dict(MemoryFile.objects.filter(filesystem=fs, path__in=SPECIAL).values_list("path", "content"))
     return verify({path: contents.get(path, "") for path in tokens}, fs.budgets, tokens=tokens)
 
 
 def totals(fs: FileSystem) -> dict:
+    return _per_revision(fs, "totals", _totals_now)
+
+
+def _totals_now(fs: FileSystem) -> dict:
     row = MemoryFile.objects.filter(filesystem=fs).aggregate(
         files=Count("pk"), all_exact=Count("pk", filter=Q(tokens_exact=False))
     )
@@ -66,6 +111,13 @@ class Folder:
 
 def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
     """The folders directly inside `folder`, each with the number of files below it."""
+    digest = hashlib.sha1(folder.encode()).hexdigest()[:16]  # folder names may hold spaces
+    return _per_revision(fs, f"folders:{digest}", lambda fs: _subfolders_now(fs, folder),
+                         dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
+                         load=lambda rows: [Folder(*row) for row in rows])
+
+
+def _subfolders_now(fs: FileSystem, folder: str) -> list[Folder]:
     counts: dict[str, int] = defaultdict(int)
     rows = (MemoryFile.objects.filter(filesystem=fs, folder__startswith=folder).exclude(folder=folder)
             .values("folder").annotate(n=Count("pk")).order_by())

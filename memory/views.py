@@ -24,7 +24,7 @@ from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_markdown
 
 TREE_PAGE_SIZE = 50
-HISTORY_PAGE_SIZE = 25
+HISTORY_PAGE_SIZE = 10  # each change renders its diff: ten keep the page light on a phone
 AUTHOR = services.AuthorKind.PERSON
 
 

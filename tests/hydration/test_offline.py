@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from hydration import offline, services
-from hydration.models import Run
+from hydration.models import Item, Run
 from lindy import services as core
 from memory.models import MemoryFile
 
@@ -55,20 +55,41 @@ def test_offline_hydration_is_verified_and_keeps_the_index_in_step(cast):
     assert MemoryFile.objects.get(filesystem=fs, path="procedures.md").content == files["procedures.md"]
 
 
+def _process_meeting(cast, title, notes):
+    core.meeting_create(team=cast.team, owner=cast.admin, title=title, public=True, occurred_at=timezone.now(),
+                        notes=notes)
+
+
 @pytest.mark.django_db
-def test_offline_agent_cuts_a_file_the_verifier_finds_over_budget(cast):
+def test_offline_agent_cuts_old_lines_of_a_file_over_budget_never_the_new_facts(cast):
     fs = team_fs(cast.team)
+    _process_meeting(cast, "Process", " ".join(f"We always check release step {i} before deploying." for i in range(8)))
+    assert services.run_now_sync(filesystem=fs, trigger="manual").status == Run.Status.SUCCEEDED
     fs.file_token_budget = 60
     fs.save()
-    notes = " ".join(f"We always check release step {i} before deploying." for i in range(8))
-    core.meeting_create(team=cast.team, owner=cast.admin, title="Process", public=True, occurred_at=timezone.now(),
-                        notes=notes)
+    _process_meeting(cast, "Process again", "We always check release step 8 before deploying.")
     run = services.run_now_sync(filesystem=fs, trigger="manual")
     assert run.status == Run.Status.SUCCEEDED, run.violations
     assert run.verifier_rounds == 1
     procedures = MemoryFile.objects.get(filesystem=fs, path="procedures.md")
     assert procedures.tokens <= 60
-    assert "release step 7" in procedures.content and "release step 0" not in procedures.content
+    assert "release step 8" in procedures.content and "release step 0" not in procedures.content
+    assert not Item.objects.filter(filesystem=fs, processed_by__isnull=True).exists()
+
+
+@pytest.mark.django_db
+def test_new_facts_that_alone_overflow_a_file_need_attention_and_wait(cast):
+    """Cutting this run's own facts to fit would lose them: the run stops and says what to do."""
+    fs = team_fs(cast.team)
+    fs.file_token_budget = 60
+    fs.save()
+    _process_meeting(cast, "Process", " ".join(f"We always check release step {i} before deploying." for i in range(8)))
+    run = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert run.status == Run.Status.NEEDS_ATTENTION and run.revision is None
+    assert run.violations[0]["path"] == "procedures.md" and run.violations[0]["kind"] == "over_budget"
+    assert "Split procedures.md" in run.agent_message and "now 60 tokens" in run.agent_message
+    assert Item.objects.filter(filesystem=fs, processed_by__isnull=True).count() == 1
+    assert not MemoryFile.objects.filter(filesystem=fs, path="procedures.md").exists()
 
 
 def test_item_attributes_and_text_cannot_break_out_of_their_fence():

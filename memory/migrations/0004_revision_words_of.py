@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0002_filesystems_for_existing'),
+        ('memory', '0003_search_trigram_indexes'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('hydration', '0002_gmail_tokens_encrypted'),
+        ('hydration', '0003_lease_holder_and_item_notes'),
     ]
 
     operations = [

@@ -1,0 +1,17 @@
+"""Prints the ratio lines (bench/ratios.py) at the end of `make bench`, and fails the run when
+one misses its goal."""
+
+import ratios
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not ratios.LINES:
+        return
+    terminalreporter.section("ratios (each against a baseline measured in the same run)")
+    for line in ratios.LINES:
+        terminalreporter.write_line(line.line())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if any(not line.passed for line in ratios.LINES) and exitstatus == 0:
+        session.exitstatus = 1

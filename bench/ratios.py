@@ -1,0 +1,64 @@
+"""Ratios for `make bench`: each measurement is compared with a baseline measured in the same
+run (a trivial view, a bare pass), so a noisy machine moves both sides and does not decide.
+
+A bench test calls `record(...)`; bench/conftest.py prints every line at the end of the run
+and makes the run fail when a ratio misses its goal.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+LINES: list[Ratio] = []
+
+
+@dataclass(frozen=True)
+class Ratio:
+    name: str
+    value: float
+    baseline: float
+    goal: float  # the ratio must be at most this
+    unit: str = "ms"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.baseline if self.baseline else float("inf")
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio <= self.goal
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        note = f"  ({self.note})" if self.note else ""
+        return (f"{verdict}  {self.name}: {self.ratio:.1f}× (goal ≤ {self.goal:g}×; "
+                f"{self.value:.3f} vs {self.baseline:.3f} {self.unit}){note}")
+
+
+def record(name: str, value: float, baseline: float, goal: float, unit: str = "ms", note: str = "") -> Ratio:
+    ratio = Ratio(name, value, baseline, goal, unit, note)
+    LINES.append(ratio)
+    print(f"\n{ratio.line()}")
+    return ratio
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1] if len(samples) >= 2 else samples[0]
+
+
+def interleaved(subject: Callable[[], object], baseline: Callable[[], object], runs: int) -> tuple[list[float], list[float]]:
+    """Times (ms) of `subject` and `baseline`, alternating so both see the same machine."""
+    subject(), baseline()  # warm caches, templates and connections
+    a, b = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subject()
+        a.append(1000 * (time.perf_counter() - started))
+        started = time.perf_counter()
+        baseline()
+        b.append(1000 * (time.perf_counter() - started))
+    return a, b

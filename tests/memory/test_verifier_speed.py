@@ -1,0 +1,114 @@
+"""The verifier's fast paths say exactly what the slow ones said: the unrolled link regex, the
+plain-target shortcut, the per-content cache of parsed links, and the per-revision verdict cache
+of the pages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory import selectors, services, verifier
+from memory.paths import PathError
+from memory.services import Change
+from tests.memory.factories import write_linked
+
+# The link regex as it was before it was unrolled: one alternation per character.
+_REFERENCE_INLINE = re.compile(
+    r"\[(?:[^\[\]\\]|\\.)*\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+[\"'(][^)]*)?\s*\)"
+)
+_SKIP = re.compile(r"^(#|//|[a-zA-Z][a-zA-Z0-9+.-]*:)")
+
+
+def reference_resolve(targets):
+    paths, broken = {}, []
+    for target in targets:
+        try:
+            paths.setdefault(verifier.resolve_link(target), target)
+        except PathError as exc:
+            broken.append((target, str(exc)))
+    return paths, broken
+
+
+markdownish = st.lists(st.sampled_from(list("[]()<>\\#/:.-_ aZ0\n%`") + ["md", ".md", "http:", "./", "](", "[a]("]),
+                       max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(markdownish)
+def test_inline_targets_match_the_original_regex(text):
+    expected = [t for t in _REFERENCE_INLINE.findall(text) if not _SKIP.match(t)]
+    assert verifier._INLINE.findall(text) == expected
+
+
+targets = st.one_of(
+    st.from_regex(r"\A(\./)?[a-z0-9 ._%-]{1,12}(/[A-Za-z0-9 ._-]{0,12})?\.(md|MD|txt)\Z"),
+    st.text(max_size=20),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(targets, max_size=8))
+def test_plain_target_shortcut_resolves_like_resolve_link(items):
+    items = [t for t in items if "\n" not in t and t.strip() == t and t]
+    markdown = "".join(f"- [x](<{t}>)\n" if " " in t else f"- [x]({t})\n" for t in items)
+    verifier._resolved_links.cache_clear()
+    links = verifier._resolved_links(markdown)
+    paths, broken = reference_resolve(verifier.link_targets(markdown))
+    assert links.paths.keys() == paths.keys()
+    assert set(links.broken) == set(broken)
+
+
+def test_parsed_links_are_cached_by_content():
+    verifier._resolved_links.cache_clear()
+    files = {"index.md": "- [a](a.md)\n", "a.md": "A"}
+    assert verifier.verify(files) == []
+    assert verifier.verify(files) == []
+    info = verifier._resolved_links.cache_info()
+    assert info.hits >= 1 and info.misses == 1
+
+
+@pytest.mark.django_db
+def test_page_verdict_is_cached_per_revision_and_follows_every_change(cast, monkeypatch):
+    fs = cast.team.memory_filesystem
+    write_linked(fs, {"people/jane.md": "Jane"})
+    calls = []
+    real = selectors.verdict_now
+    monkeypatch.setattr(selectors, "verdict_now", lambda fs: calls.append(fs.pk) or real(fs))
+
+    fresh = type(fs).objects.get(pk=fs.pk)
+    assert selectors.status(fresh) == []
+    assert selectors.status(type(fs).objects.get(pk=fs.pk)) == []
+    assert len(calls) == 1  # the second page read the cached verdict
+
+    services.changes_apply(filesystem=fs, changes=[Change("write", "people/jane.md", content="Jane Park")],
+                           author_kind="memory_agent")
+    assert selectors.status(type(fs).objects.get(pk=fs.pk)) == []
+    assert len(calls) == 2  # a new revision is a new verdict
+
+    services.budgets_update(filesystem=fs, file_tokens=50, always_loaded_tokens=500)
+    assert selectors.status(type(fs).objects.get(pk=fs.pk)) == []
+    assert len(calls) == 3  # so are new budgets
+
+
+@pytest.mark.django_db
+def test_rows_changed_outside_a_revision_are_not_trusted_forever(cast):
+    """A row written around the services (a data migration, the shell) is seen by the next
+    revision at the latest; the uncached verdict always sees it."""
+    fs = cast.team.memory_filesystem
+    write_linked(fs, {"people/jane.md": "Jane"})
+    type(fs.files.first()).objects.filter(filesystem=fs, path="people/jane.md").update(tokens=10**6)
+    assert [v.kind for v in selectors.verdict_now(fs)] == [verifier.OVER_BUDGET]
+
+
+@pytest.mark.django_db
+def test_search_has_trigram_indexes_on_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("trigram indexes are PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_memoryfile'")
+        names = {row[0] for row in cursor.fetchall()}
+    assert {"memory_file_path_trgm", "memory_file_content_trgm"} <= names
