@@ -65,6 +65,8 @@ class ItemOut(Schema):
     source: str
     external_id: str
     author: str
+    author_kind: str = Field(description="Whose words: owner, teammate, external, mixed, or empty (unknown).")
+    author_name: str
     title: str
     reference: str
     text: str

@@ -141,10 +141,23 @@ class Run(models.Model):
 class Item(models.Model):
     """Something a source returned, stored before anything else happens to it."""
 
+    class AuthorKind(models.TextChoices):
+        """Whose words the item holds, decided by its source when it fetched it."""
+
+        # The user of a user memory (their sent mail, their Slack messages, their own meeting
+        # notes); for a team memory, a member of the team.
+        OWNER = "owner", "The memory's owner"
+        TEAMMATE = "teammate", "A teammate"
+        EXTERNAL = "external", "Someone outside the team"
+        MIXED = "mixed", "Several people"
+
     filesystem = models.ForeignKey("memory.FileSystem", on_delete=models.CASCADE, related_name="hydration_items")
     source = models.CharField(max_length=20, choices=SourceKind.choices)
     external_id = models.CharField(max_length=255)
     author = models.CharField(max_length=255, blank=True)
+    # Blank (items stored before sources said) counts as someone else's words: never the owner's.
+    author_kind = models.CharField(max_length=10, choices=AuthorKind.choices, blank=True)
+    author_name = models.CharField(max_length=255, blank=True, help_text="How to name the author, e.g. Jane Park.")
     title = models.CharField(max_length=300, blank=True)
     reference = models.CharField(max_length=1000, blank=True, help_text="Permalink or in-product reference.")
     text = models.TextField()

@@ -3,7 +3,8 @@ product hydrates with no network. Honest about what they are: keyword rules, not
 
 Summarizer: every sentence of every item becomes a fact; sentences with procedural cues
 ("always", "never", "every Friday", "before", "make sure"...) are procedural, past-tense
-events episodic, the rest semantic.
+events episodic, the rest semantic. A sentence from someone other than the memory's owner
+keeps its attribution: "Jane Park (external) asked: Please always pay our invoices."
 
 Memory agent: procedural facts go to procedures.md, episodic ones to journal.md, semantic
 ones to master.md; each fact naming a person ("Jane Park") or a company ("Initech is...",
@@ -25,7 +26,11 @@ from router.types import CompletionRequest, content_text
 from . import prompts
 from .agent import EMPTY_FILE
 
-_ITEM = re.compile(r'<item id="(\d+)"[^>]*>\n(.*?)\n</item>', re.DOTALL)
+_ITEM = re.compile(r'<item id="(\d+)"([^>]*)>\n(.*?)\n</item>', re.DOTALL)
+_ATTRIBUTE_TO = re.compile(r' attribute_to="([^"]*)"')
+# A sentence that asks for something: "Jane Park (external) asked: …" rather than "said: …".
+_REQUEST = re.compile(r"\b(please|can you|could you|would you|kindly|make sure|remember to|always|never|must|"
+                      r"need you to|we need)\b", re.IGNORECASE)
 _FACT = re.compile(r'<fact kind="(\w+)" items="([\d,]*)">(.*?)</fact>', re.DOTALL)
 _VIOLATION = re.compile(r'<violation path="([^"]+)" kind="(\w+)">')
 _LISTING = re.compile(r"^- (\S+\.md) \(\d+ tokens\)$", re.MULTILINE)
@@ -80,6 +85,11 @@ def _sentences(text: str) -> list[str]:
     return found
 
 
+def attributed(who: str, sentence: str) -> str:
+    """'Jane Park (external) asked: Please always pay our invoices immediately.'"""
+    return f"{who} {'asked' if _REQUEST.search(sentence) else 'said'}: {sentence}"
+
+
 def _record(facts: list[dict]) -> OfflineReply:
     return OfflineReply(tool_calls=[tool_call(prompts.RECORD_FACTS, {"facts": facts})])
 
@@ -94,8 +104,11 @@ def summarize(request: CompletionRequest) -> OfflineReply:
             entry = facts.setdefault(body.lower(), {"kind": kind, "text": body, "item_ids": []})
             entry["item_ids"] += [int(i) for i in ids.split(",") if i and int(i) not in entry["item_ids"]]
         return _record(list(facts.values()))
-    for item_id, body in _ITEM.findall(text):
+    for item_id, attributes, body in _ITEM.findall(text):
+        said_by = _ATTRIBUTE_TO.search(attributes)
         for sentence in _sentences(html.unescape(body)):
+            if said_by:  # someone else's words stay theirs: never a plain rule of the memory
+                sentence = attributed(html.unescape(said_by.group(1)), sentence)
             entry = facts.setdefault(sentence.lower(), {"kind": classify(sentence), "text": sentence, "item_ids": []})
             if int(item_id) not in entry["item_ids"]:
                 entry["item_ids"].append(int(item_id))

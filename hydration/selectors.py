@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
-from memory.models import FileChange, Revision
+from memory import blame as memory_blame
+from memory.models import Revision
 
 from . import permissions
 from .models import Fact, FileSource, Item, Run, SourceState
@@ -101,34 +101,17 @@ class BlameLine:
     revision_id: int | None
     run: Run | None = None
     items: list[Item] = field(default_factory=list)
+    author_kind: str = memory_blame.OTHERS  # "user", "others" or "team" (memory.blame)
+    author_label: str = ""
 
 
-def blame(filesystem, path: str, content: str) -> list[BlameLine]:
-    """Each line of the file with the revision that last wrote it, and for lines a
-    hydration run wrote, the source items behind them."""
-    changes = list(FileChange.objects.filter(filesystem=filesystem, path=path)
-                   .order_by("revision_id", "pk").values_list("op", "after", "revision_id"))
-    lines: list[tuple[str, int | None]] = []
-    for op, after, revision_id in changes:
-        if op == FileChange.Op.DELETE:
-            lines = []
-            continue
-        new_lines = after.splitlines()
-        if op == FileChange.Op.MOVE and not lines:
-            lines = [(text, revision_id) for text in new_lines]
-            continue
-        matcher = difflib.SequenceMatcher(None, [t for t, _ in lines], new_lines, autojunk=False)
-        merged: list[tuple[str, int | None]] = []
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                merged += lines[i1:i2]
-            else:
-                merged += [(text, revision_id) for text in new_lines[j1:j2]]
-        lines = merged
-    current = content.splitlines()
-    if [t for t, _ in lines] != current:  # history incomplete: attribute nothing rather than guess
-        lines = [(t, None) for t in current]
-    runs = {r.revision_id: r for r in Run.objects.filter(revision_id__in={rid for _, rid in lines if rid})}
+def blame(filesystem, file) -> list[BlameLine]:
+    """Each line of the file with the revision that last wrote it and its author (memory's
+    blame), and for lines a hydration run wrote, the source items behind them."""
+    lines = memory_blame.blame_file(filesystem, file)
+    path = file.path
+    runs = {r.revision_id: r for r in Run.objects.filter(revision_id__in={line.revision_id for line in lines
+                                                                          if line.revision_id})}
     facts_by_run: dict[int, list[Fact]] = {}
     for fact in Fact.objects.filter(run__in=list(runs.values())).prefetch_related("items"):
         facts_by_run.setdefault(fact.run_id, []).append(fact)
@@ -136,8 +119,9 @@ def blame(filesystem, path: str, content: str) -> list[BlameLine]:
     for row in FileSource.objects.filter(run__in=list(runs.values()), path=path).select_related("item"):
         sources_by_run.setdefault((row.run_id, row.path), []).append(row.item)
     result = []
-    for number, (text, line_revision_id) in enumerate(lines, start=1):
-        run = runs.get(line_revision_id)
+    for line in lines:
+        text = line.text
+        run = runs.get(line.revision_id) if line.revision_id else None
         items: list[Item] = []
         if run is not None and text.strip():
             scored = sorted(((_match(text, f.text), f) for f in facts_by_run.get(run.pk, [])), key=lambda p: -p[0])
@@ -146,5 +130,5 @@ def blame(filesystem, path: str, content: str) -> list[BlameLine]:
                 items += [i for i in fact.items.all() if i not in items]
             if not items:
                 items = sources_by_run.get((run.pk, path), [])
-        result.append(BlameLine(number, text, line_revision_id, run, items))
+        result.append(BlameLine(line.number, text, line.revision_id, run, items, line.author_kind, line.author_label))
     return result

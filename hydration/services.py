@@ -30,7 +30,7 @@ from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
 
-from . import accounting, agent, gmail, summarizer
+from . import accounting, agent, gmail, provenance, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
@@ -68,7 +68,7 @@ def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) 
     left as it is. Returns how many were new."""
     rows = [
         Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
-             title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
+             author_kind=i.author_kind, author_name=i.author_name[:255], title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
              fetched_by=run)
         for i in items
     ]
@@ -541,6 +541,11 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
     fs = run.filesystem
     records = result.draft.draft.records
     message = f"Hydration run {run.pk}: " + describe_changes((r.op, r.path, r.old_path) for r in records)
+    # Whose words the revision holds: every item the run summarized (taken in, kept or dropped:
+    # the agent saw all their facts), so a fact it left uncited cannot pass as the owner's.
+    summarized = {*outcome.processed, *outcome.kept, *outcome.dropped}
+    words_of, words_from = provenance.words_of(
+        Item.objects.filter(pk__in=summarized).only("source", "author", "author_kind", "author_name"))
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -551,6 +556,7 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
                 filesystem=fs, changes=result.draft.changes, author_kind=memory_services.AuthorKind.MEMORY_AGENT,
                 message=message[:500], source_kind="hydration_run", source_id=str(run.pk),
                 counter=result.draft.counter,  # the agent's draft counted these files: not again
+                words_of=words_of, words_from=words_from,
             )
             _mark_processed(run, outcome)
             cited = {i for ids in result.draft.sources.values() for i in ids}

@@ -141,7 +141,7 @@ def revision_why(request, fs_id, revision_id):
 def file_why(request, fs_id, path):
     fs = _fs(request, fs_id)
     file = memory_selectors.file_get(fs, path)
-    lines = selectors.blame(fs, file.path, file.content)
+    lines = selectors.blame(fs, file)
     try:
         chosen = int(request.GET.get("line", 0))
     except ValueError:

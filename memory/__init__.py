@@ -19,6 +19,8 @@ underscore, is private (tests/hydration/test_memory_surface.py holds hydration t
 - `memory.selectors` — reads (`files_content(fs)`, `status(fs)`...); `memory.models` — the rows.
 - `memory.paths` — what a path is (`INDEX`, `MASTER`, `clean_path`); `memory.diffs` — diffs of
   memory text for pages; `memory.context.context_for(user)` — what the assistant has in context.
+- `memory.blame` — who wrote each line: `blame_file(fs, file)` -> lines with `author_kind`
+  ("user" only for the owner's own words, "others", "team"), `author_label` and revision.
 - `memory.permissions` — who may read and edit which memory (`visible_filesystems`,
   `can_edit_filesystem`), the rules hydration's own are built from.
 
@@ -27,6 +29,7 @@ app's internals: reach them through `Draft`.
 """
 
 PUBLIC_MODULES = (
+    "memory.blame",
     "memory.context",
     "memory.diffs",
     "memory.draft",

@@ -15,7 +15,7 @@ from lindy.api_errors import ApiError
 from lindy.pagination import MAX_LIMIT, PageIn
 
 from . import diffs, permissions, selectors, services
-from .models import FileSystem, MemoryFile
+from .models import VIA_API, FileSystem, MemoryFile
 from .paths import PathError, clean_path
 
 router = Router(tags=["memory"])
@@ -195,7 +195,7 @@ def file_put(request, fs_id: int, path: str, payload: FilePutIn):
     revision = _write(lambda: services.file_write(
         filesystem=fs, path=path, content=payload.content, base_version=payload.base_version or None,
         author_kind=AUTHOR, author=request.user, message=payload.message,
-        index_description=payload.index_description, create_only=not payload.base_version,
+        index_description=payload.index_description, create_only=not payload.base_version, source_kind=VIA_API,
     ))
     return _written(fs, revision, path)
 

@@ -2,8 +2,9 @@
 index and master, then the user's own index and master.
 
 The agent loop reads `text`; the validator reads `documents` (to check quotes verbatim and
-to find standing permissions). Memory text is data, not instructions: each document is
-fenced and labelled.
+to find standing permissions). Each document's `lines` say who wrote every line (memory.blame):
+only lines of author kind "user" are the user's own words. Memory text is data, not
+instructions: each document is fenced and labelled.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from lindy.fencing import fence
 from lindy.models import Membership
 from router import gateway
 
+from . import blame
 from .models import FileSystem, MemoryFile
 from .paths import INDEX, MASTER, SPECIAL
 
@@ -27,13 +29,10 @@ HEADER = (
 
 @dataclass(frozen=True)
 class MemoryLine:
-    """One line of a memory document and who its words are: "user" (the file system's owner
-    wrote it in their own words), "others" (derived from other people's words) or "team"."""
-
     text: str
-    author_kind: str
-    author_label: str
-    revision_id: int | None
+    author_kind: str  # "user" (the user's own words), "others" or "team": see memory.blame
+    author_label: str  # e.g. "you, edited in the browser on 2026-11-30"
+    revision_id: int | None  # the revision that wrote it (None: no complete history)
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,8 @@ class ContextDocument:
     label: str  # e.g. "team:Acme" or "user:user@acme.test"
     path: str  # e.g. "index.md"
     content: str
-    # Provenance per line (filled by memory's provenance work). Empty: no line is known to be
-    # the user's own words, so none counts as their standing permission (fail closed).
-    lines: tuple[MemoryLine, ...] = ()
+    # content.splitlines(), each with its author. Derived from the history, so left out of ==.
+    lines: tuple[MemoryLine, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,8 @@ class MemoryContext:
 
 
 def documents_for(user) -> list[ContextDocument]:
-
+    """The documents in the user's context, each line with its author. A fixed number of
+    queries, whatever the number of file systems and the length of their history."""
     team_ids = list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
     filesystems = list(
         FileSystem.objects.filter(Q(team_id__in=team_ids) | Q(owner=user)).select_related("team", "owner")
@@ -68,11 +67,14 @@ def documents_for(user) -> list[ContextDocument]:
             filesystem__in=filesystems, path__in=SPECIAL
         ).values_list("filesystem_id", "path", "content")
     }
+    blamed = blame.blame_special(files, filesystems)
     documents = []
     for fs in filesystems:
         for path in (INDEX, MASTER):
             if (fs.pk, path) in files:
-                documents.append(ContextDocument(label=fs.label, path=path, content=files[(fs.pk, path)]))
+                lines = tuple(MemoryLine(text=line.text, author_kind=line.author_kind, author_label=line.author_label,
+                                         revision_id=line.revision_id) for line in blamed[(fs.pk, path)])
+                documents.append(ContextDocument(label=fs.label, path=path, content=files[(fs.pk, path)], lines=lines))
     return documents
 
 

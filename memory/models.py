@@ -100,6 +100,14 @@ class MemoryFile(models.Model):
         return self.path
 
 
+# source_kind of a revision that puts a file back to its text before a change (source_id: that
+# change): memory.blame gives the restored lines back to whoever wrote them then.
+RESTORE_SOURCE = "file_restore"
+# source_kind of a person's write, saying where they typed it.
+VIA_BROWSER = "browser"
+VIA_API = "api"
+
+
 class Revision(models.Model):
     """One accepted batch of changes to a file system."""
 
@@ -108,6 +116,11 @@ class Revision(models.Model):
         MEMORY_AGENT = "memory_agent", "Memory agent"
         LEARNER = "learner", "Learner"
         SYSTEM = "system", "System"
+
+    class WordsOf(models.TextChoices):
+        OWNER = "owner", "Only the owner's own words"
+        OTHERS = "others", "Other people's words"
+        MIXED = "mixed", "The owner's and other people's words"
 
     filesystem = models.ForeignKey(FileSystem, on_delete=models.CASCADE, related_name="revisions")
     author_kind = models.CharField(max_length=20, choices=AuthorKind.choices)
@@ -121,6 +134,11 @@ class Revision(models.Model):
     reverts = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverted_by"
     )
+
+    # For a writer that summarizes outside text (hydration): whose words every item behind the
+    # revision were, and who they were, in words. Blank for people typing into memory.
+    words_of = models.CharField(max_length=10, choices=WordsOf.choices, blank=True)
+    words_from = models.CharField(max_length=300, blank=True, help_text="e.g. \"Jane Park's email (external)\".")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

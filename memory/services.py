@@ -35,7 +35,7 @@ from .draft import (
     check_path,
     written_contents,
 )
-from .models import FileChange, FileSystem, MemoryFile, Revision
+from .models import RESTORE_SOURCE, FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
 from .verifier import Budgets, Violation, linked_paths, verify
 
@@ -79,15 +79,22 @@ def changes_apply(
     source_id: str = "",
     reverts: Revision | None = None,
     counter: TokenCounter | None = None,
+    words_of: str = "",
+    words_from: str = "",
 ) -> Revision:
     """Apply `changes` in order on a `Draft` of the locked file system and write it as one
     revision, or raise MemoryWriteError and write nothing (`NothingChanged` when the files
     already are as the changes would leave them).
 
     `counter` is the TokenCounter of the writer's own draft (the memory agent's): texts it
-    counted already are not counted again."""
+    counted already are not counted again.
+
+    `words_of` / `words_from`: for a writer summarizing other people's text (hydration), whose
+    words were behind the batch (memory.blame decides from it who authored each line)."""
     if author_kind not in AuthorKind.values:
         raise InvalidChange(f"Unknown author kind {author_kind!r}.")
+    if words_of and words_of not in Revision.WordsOf.values:
+        raise InvalidChange(f"Unknown words_of {words_of!r}.")
     if not changes:
         raise NothingChanged("Nothing to change.")
     if len(changes) > MAX_CHANGES:
@@ -111,6 +118,7 @@ def changes_apply(
         revision = Revision.objects.create(
             filesystem=fs, author_kind=author_kind, author=author, message=(message or _describe(draft))[:MAX_MESSAGE],
             source_kind=source_kind[:50], source_id=str(source_id)[:100], reverts=reverts,
+            words_of=words_of, words_from=words_from[:300],
         )
         _write(fs, draft, revision)
     return revision
@@ -263,12 +271,14 @@ def file_restore(*, filesystem: FileSystem, change: FileChange, author_kind: str
             changes.append(Change("update", INDEX, content=links.append_line(
                 index, links.index_line(path, f"restored from revision {change.revision_id}"))))
         return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
-                             message=f"Restore {path} as of before revision {change.revision_id}")
+                             message=f"Restore {path} as of before revision {change.revision_id}",
+                             source_kind=RESTORE_SOURCE, source_id=str(change.pk))
     return changes_apply(
         filesystem=filesystem,
         changes=[Change("update", change.path, content=change.before, base_version=current.version)],
         author_kind=author_kind, author=author,
         message=f"Restore {change.path} as of before revision {change.revision_id}",
+        source_kind=RESTORE_SOURCE, source_id=str(change.pk),
     )
 
 

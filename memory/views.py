@@ -17,9 +17,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from . import diffs, permissions, selectors, services
+from . import blame, diffs, permissions, selectors, services
 from .context import context_for
-from .models import FileChange
+from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_markdown
 
@@ -121,8 +121,14 @@ def file_view(request, fs_id, path):
     fs = _fs(request, fs_id)
     item = selectors.file_get(fs, path)
     context = _base(request, fs)
-    context.update({"file": _decorate(fs, [item])[0], "html": render_markdown(item.content, fs_id=fs.pk),
-                    "special": item.path in SPECIAL})
+    who = request.GET.get("view") == "who"
+    context.update({"file": _decorate(fs, [item])[0], "special": item.path in SPECIAL, "who": who})
+    if who:
+        # "Who wrote this": each line with its author kind, linked to its revision and run.
+        lines = blame.blame_file(fs, item)
+        context.update({"lines": lines, "own_lines": sum(1 for line in lines if line.author_kind == blame.USER)})
+    else:
+        context["html"] = render_markdown(item.content, fs_id=fs.pk)
     return render(request, "memory/file.html", context)
 
 
@@ -153,7 +159,8 @@ def file_edit(request, fs_id, path):
             return render(request, "memory/edit.html", context, status=200)
         try:
             services.file_write(filesystem=fs, path=item.path, content=content, base_version=base_version,
-                                author_kind=AUTHOR, author=request.user, message=context["message"])
+                                author_kind=AUTHOR, author=request.user, message=context["message"],
+                                source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
             context["error"] = exc
             return render(request, "memory/edit.html", context, status=exc.status)
@@ -189,7 +196,8 @@ def file_new(request, fs_id):
         try:
             services.file_write(filesystem=fs, path=path, content=content, base_version=None, author_kind=AUTHOR,
                                 author=request.user, message=context["message"] or f"Create {path}",
-                                index_description=description if add else None, create_only=True)
+                                index_description=description if add else None, create_only=True,
+                                source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
             context["error"] = exc
             return render(request, "memory/edit.html", context, status=exc.status)

@@ -64,7 +64,10 @@ def validation_request(
         action={"tool": tool, "effect": effect or spec.effect, "arguments": arguments,
                 "description": registry.describe(tool, arguments)},
         justification=justification, evidence=evidence, history=history,
-        memories=[{"label": d.label, "path": d.path, "content": d.content} for d in documents],
+        memories=[{"label": d.label, "path": d.path, "content": d.content,
+                   "lines": [{"text": line.text, "author_kind": line.author_kind, "author": line.author_label}
+                             for line in d.lines]}
+                  for d in documents],
     )
     return {
         "system": prompts.system_prompt(variant),

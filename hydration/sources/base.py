@@ -31,6 +31,10 @@ class SourceItem:
     author: str = ""
     title: str = ""
     reference: str = ""
+    # Whose words these are (hydration.models.Item.AuthorKind); a source that cannot tell
+    # leaves it blank, which never counts as the owner's.
+    author_kind: str = ""
+    author_name: str = ""
 
 
 @dataclass

@@ -7,9 +7,12 @@ import base64
 import html
 import re
 from datetime import UTC, datetime
+from email.utils import parseaddr
+
+from lindy.models import User
 
 from ..gmail import GmailClient, GmailDisconnected
-from ..models import GmailAccount
+from ..models import GmailAccount, Item
 from .base import Fetched, NotConnected, Source, SourceItem
 
 PAGE_SIZE = 500  # the most messages.list returns per page
@@ -47,6 +50,30 @@ def _headers(payload: dict) -> dict[str, str]:
     return {h.get("name", "").lower(): h.get("value", "") for h in payload.get("headers") or []}
 
 
+def _address(text: str) -> str:
+    return parseaddr(text or "")[1].strip().casefold()
+
+
+class _Senders:
+    """Whose words a message is. The owner's only when Gmail filed it as SENT from their own
+    address: a From header alone is written by whoever sent the mail, so it is not enough."""
+
+    def __init__(self, filesystem, account: GmailAccount):
+        owner = filesystem.owner
+        self.own = {_address(a) for a in (account.email, owner.email) if a}
+        teams = owner.memberships.values("team_id")
+        self.team = {_address(e) for e in User.objects.filter(memberships__team_id__in=teams)
+                     .values_list("email", flat=True)} - self.own
+
+    def kind(self, sender: str, labels) -> str:
+        address = _address(sender)
+        if address in self.own and "SENT" in (labels or []):
+            return Item.AuthorKind.OWNER
+        if address in self.team:
+            return Item.AuthorKind.TEAMMATE
+        return Item.AuthorKind.EXTERNAL
+
+
 class GmailSource(Source):
     kind = "gmail"
     scopes = frozenset({"user"})
@@ -58,6 +85,7 @@ class GmailSource(Source):
                                f"Gmail is disconnected: {account.status_detail or 'connect it again.'}")
         after_ms = int(cursor.get("after_ms", 0))
         client = GmailClient(account)
+        senders = _Senders(filesystem, account)
         try:
             ids: list[str] = []
             page_token = None
@@ -89,8 +117,11 @@ class GmailSource(Source):
                 headers = _headers(payload)
                 body = _body(payload) or message.get("snippet", "")
                 subject = headers.get("subject", "(no subject)")
+                sender = headers.get("from", "")
                 items.append(SourceItem(
-                    external_id=message["id"], author=headers.get("from", ""), title=subject[:300],
+                    external_id=message["id"], author=sender, title=subject[:300],
+                    author_kind=senders.kind(sender, message.get("labelIds")),
+                    author_name=(parseaddr(sender)[0] or parseaddr(sender)[1] or sender)[:255],
                     reference=f"https://mail.google.com/mail/u/0/#all/{message['id']}",
                     occurred_at=datetime.fromtimestamp(internal / 1000, tz=UTC) if internal else datetime.now(tz=UTC),
                     text=(f"Email from {headers.get('from', '?')} to {headers.get('to', '?')}\n"

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from lindy.models import Meeting
 
+from ..models import Item
 from .base import Fetched, Source, SourceItem
 
 BATCH = 500
@@ -30,6 +31,11 @@ class MeetingsSource(Source):
         items = [
             SourceItem(
                 external_id=f"meeting-{m.pk}", title=m.title, author=m.owner.email, occurred_at=m.occurred_at,
+                # A user's own meetings are their words; one a teammate shared is the teammate's.
+                # The team library is the team's own.
+                author_kind=(Item.AuthorKind.OWNER if filesystem.kind == "team" or m.owner_id == filesystem.owner_id
+                             else Item.AuthorKind.TEAMMATE),
+                author_name=m.owner.display_name,
                 reference=reverse("meeting-detail", args=[m.pk]),
                 text=f"Meeting: {m.title} ({m.occurred_at:%Y-%m-%d})\n{m.notes}".strip(),
             )

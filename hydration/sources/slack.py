@@ -14,6 +14,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from lindy.slack_client import web_client
 
+from ..models import Item
 from .base import Fetched, NotConnected, Source, SourceItem
 
 PAGE_SIZE = 200
@@ -25,6 +26,29 @@ def client_for(token: str) -> WebClient:
     client = web_client(token)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=settings.HYDRATION_SLACK_MAX_RETRIES))
     return client
+
+
+def _authors(filesystem, channel):
+    """Slack user id -> whose words (Item.AuthorKind) for the messages of `channel`.
+
+    A user memory reads private channels: the owner is known by their share of the channel,
+    the other Lindy users sharing it are teammates, anyone else (a guest, a bot) is external.
+    A team memory reads the team's public channels: its members speak for the team."""
+    if filesystem.kind == "team":
+        return None
+    known = {slack_id: user_id for slack_id, user_id in channel.shares.exclude(slack_user_id="")
+             .values_list("slack_user_id", "user_id")}
+    return {slack_id: Item.AuthorKind.OWNER if user_id == filesystem.owner_id else Item.AuthorKind.TEAMMATE
+            for slack_id, user_id in known.items()}
+
+
+def _author_kind(authors: dict | None, message: dict) -> str:
+    user = message.get("user") or ""
+    if not user or message.get("bot_id"):
+        return Item.AuthorKind.EXTERNAL
+    if authors is None:
+        return Item.AuthorKind.OWNER
+    return authors.get(user, Item.AuthorKind.EXTERNAL)
 
 
 def permalink(workspace_url: str, channel_id: str, ts: str) -> str:
@@ -69,6 +93,7 @@ class SlackSource(Source):
             newest = pending.get("newest", oldest)
             lowest = None
             page_cursor, complete = None, False
+            authors = _authors(filesystem, channel)
             for _ in range(MAX_PAGES_PER_CHANNEL):
                 window = {"latest": upper} if upper else {}
                 response = client.conversations_history(
@@ -87,6 +112,8 @@ class SlackSource(Source):
                     items.append(SourceItem(
                         external_id=f"{channel.slack_team_id}:{channel.channel_id}:{ts}",
                         author=message.get("user") or message.get("username") or message.get("bot_id", ""),
+                        author_kind=_author_kind(authors, message),
+                        author_name=f"Slack user {message.get('user') or message.get('username') or 'bot'}"[:255],
                         title=f"#{channel.name or channel.channel_id}",
                         reference=permalink(workspace_urls[installation.pk], channel.channel_id, ts),
                         occurred_at=datetime.fromtimestamp(float(ts), tz=UTC),

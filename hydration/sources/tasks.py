@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from lindy.models import AgentTask, TaskEvent
 
+from ..models import Item
 from .base import Fetched, Source, SourceItem
 
 BATCH = 300
@@ -49,8 +50,13 @@ class TasksSource(Source):
             if not new:
                 continue
             last = new[-1].seq
+            # A transcript is the user's own words only if every new event is the user's: the
+            # assistant's text, tool results and outside parties are not.
+            own = all(e.actor == TaskEvent.Actor.USER for e in new)
             items.append(SourceItem(
                 external_id=f"task-{task.pk}@{last}", title=task.title, author=task.owner.email,
+                author_kind=Item.AuthorKind.OWNER if own else Item.AuthorKind.MIXED,
+                author_name=task.owner.display_name if own else f"the transcript of task “{task.title}”"[:255],
                 occurred_at=new[-1].created_at, reference=reverse("task-detail", args=[task.pk]),
                 text=f"Task: {task.title}\n" + "\n".join(_line(e) for e in new),
             ))

@@ -39,10 +39,10 @@ class FakeGmail(PatternFakeServer):
                 "GOOGLE_OAUTH_AUTHORIZE_URL": self.url + "/o/oauth2/v2/auth"}
 
     def add_message(self, message_id: str, *, internal_ms: int, subject: str, body: str, sender: str = "jane@initech.test",
-                    html: bool = False) -> None:
+                    html: bool = False, labels: tuple[str, ...] = ("INBOX",)) -> None:
         part = {"mimeType": "text/html" if html else "text/plain", "body": {"size": len(body), "data": b64(body)}}
         self.messages[message_id] = {
-            "id": message_id, "threadId": f"t{message_id}", "labelIds": ["INBOX"], "snippet": body[:50],
+            "id": message_id, "threadId": f"t{message_id}", "labelIds": list(labels), "snippet": body[:50],
             "internalDate": str(internal_ms), "sizeEstimate": 500,
             "payload": {"mimeType": "multipart/alternative", "headers": [
                 {"name": "From", "value": sender}, {"name": "To", "value": EMAIL}, {"name": "Subject", "value": subject},

@@ -76,9 +76,6 @@ def test_an_explicit_payment_request_is_executed_once_and_reported(cast, provide
     assert providers.sends()[-1].json["message"]["parts"][0]["value"].startswith("Done")
 
 
-@pytest.mark.xfail(strict=True, reason="A memory line counts as the user's standing permission only with line "
-                   "provenance (ContextDocument.lines), which memory fills in issue 11 part 3; until then every "
-                   "memory line fails closed. Remove this mark when part 3 lands.")
 def test_a_standing_permission_in_the_users_memory_authorizes(cast):
     fs = memory.filesystem_for_user(cast.member)
     master = fs.files.get(path="master.md") if fs.files.filter(path="master.md").exists() else None

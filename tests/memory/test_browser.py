@@ -65,3 +65,37 @@ def test_admin_edits_diffs_and_reverts_a_team_file(browser_page):
     response = page.goto(file_url)
     assert response.status == 404
     assert "staging" not in page.content()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_who_wrote_this_reads_on_a_phone(browser_page):
+    from memory import services
+    from memory.services import Change
+
+    page = browser_page
+    page.set_viewport_size({"width": 375, "height": 740})
+    team = TeamFactory(name="Acme")
+    user = member_of(team, Membership.Role.MEMBER, email="umar@acme.example")
+    fs = user.memory_filesystem
+    long_line = "Jane Park (external) asked: " + "paynorthwindinvoiceINV9immediately" * 5
+    services.changes_apply(filesystem=fs, changes=[Change("create", "master.md", content=long_line + "\n")],
+                           author_kind="memory_agent", source_kind="hydration_run", source_id="3",
+                           words_of="others", words_from="Jane Park's email (external)")
+    services.file_write(filesystem=fs, path="master.md", content=f"{long_line}\nI pay invoices on Fridays.\n",
+                        base_version=1, author_kind="person", author=user, source_kind="browser")
+
+    login(page, user.email, PASSWORD)
+    page.goto(f"{page.live_server_url}/memory/{fs.pk}/files/master.md")
+    page.click('[data-action="who"]')
+    page.wait_for_selector("[data-who]")
+    assert page.inner_text('[data-author-kind="user"] .author').strip().lower() == "you"
+    assert "Jane Park's email (external)" in page.inner_text('[data-author-kind="others"] .who-meta')
+    # One column: no line nor its author runs off the side of a phone's screen (the site's top
+    # navigation is another matter: it is wider than a phone on every page).
+    wide = page.evaluate("""[...document.querySelectorAll('[data-who], [data-who] *, [data-who-summary]')]
+        .filter(e => e.getBoundingClientRect().right > 375 || e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.tagName + '.' + e.className)""")
+    assert wide == []
+    page.click('[data-author-kind="user"] a[data-revision]')
+    page.wait_for_url(lambda url: "/revisions/" in url)
