@@ -184,6 +184,10 @@ else:
         "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     }
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
+# The validator's eval matrix (hundreds of model calls per run) has its own queue, so a run never
+# delays users' tasks; the worker consumes both (Procfile).
+CELERY_EVAL_QUEUE = os.environ.get("CELERY_EVAL_QUEUE", "evals")
+CELERY_TASK_ROUTES = {"validator.tasks.eval_cell": {"queue": CELERY_EVAL_QUEUE}}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"

@@ -10,7 +10,9 @@ class ValidatorConfig(AppConfig):
         from router.routing import register_route
         from router.services.evals import register_request_builder
 
-        from . import offline, permissions, prompts  # noqa: F401  (offline registers the validator's offline rules)
+        # offline registers the validator's offline rules; tasks registers eval_cell, which
+        # eval_matrix enqueues by name.
+        from . import offline, permissions, prompts, tasks  # noqa: F401
         from .evals import build_eval_request, eval_verdict
         from .selectors import blocked_count
         from .services import ROUTE
