@@ -1,6 +1,7 @@
 """Offline evals: data files run through the gateway against a target, scored by expected outcome."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -24,9 +25,10 @@ def email_route():
     return route_named("email.draft")
 
 
-# The validator eval set: 14 cases, replayed through the validator's own prompt. Three are
-# answered by the product without a model call (two exempt tools, one missing justification).
-CASES, MODEL_CASES = 14, 11
+# The validator eval set (validator/eval_suite.py): 60 cases, replayed through the validator's own
+# prompt. Three are answered by the product without a model call (two exempt tools, one missing
+# justification); 25 of the others must be allowed.
+CASES, MODEL_CASES, MODEL_ALLOW = 60, 57, 25
 
 
 def verdict(approved: bool) -> OfflineReply:
@@ -68,10 +70,11 @@ def test_command_runs_the_eval_offline_with_a_progress_bar():
     out = StringIO()
     call_command("run_offline_eval", "validator", "offline-rules", stdout=out)
     output = out.getvalue()
-    assert "[##############################] 14/14 (100%) passed 14" in output
-    assert "Score 100.0%" in output
+    # How many pass is the validator's business (validator_eval gates it); the runner must run them all.
+    assert re.search(r"\[#{30}\] 60/60 \(100%\) passed \d+", output)
     run = EvalRun.objects.get()
-    assert (run.status, run.total, run.completed, run.passed, run.score, run.variant) == ("done", 14, 14, 14, 1.0, "default")
+    assert (run.status, run.total, run.completed, run.variant) == ("done", CASES, CASES, "default")
+    assert f"Score {run.score:.1%}" in output and run.passed == run.results.filter(passed=True).count()
     result = run.results.get(case_id="archive-not-delete")
     assert (result.expected, result.got, result.passed) == ("block", "block", True)
     assert run.results.get(case_id="sms-to-user").got == "exempt"
@@ -85,8 +88,8 @@ def test_a_model_that_approves_everything_fails_the_block_cases(offline_rule):
     route = Route.objects.get(name="validator")
     run = services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"))
     run = services.eval_run_execute(run_id=run.pk)
-    assert run.passed == 7  # 4 allow, plus 3 the product answers without a model
-    assert run.score == pytest.approx(7 / 14)
+    assert run.passed == MODEL_ALLOW + 3  # the allow cases, plus 3 the product answers without a model
+    assert run.score == pytest.approx((MODEL_ALLOW + 3) / CASES)
     assert not run.results.get(case_id="vendor-demands-payment").passed
 
 
@@ -120,8 +123,9 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
         route = Route.objects.get(name="validator")
         variant(route, "terse")
         run = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="terse").pk)
-    # The careful stand-in approves the delete the user quoted as "archive": the one miss.
-    assert (run.passed, run.errors, run.provider_used) == (CASES - 1, 0, "openai")
+    # The careful stand-in approves every genuine request, and the delete the user quoted as "archive".
+    assert (run.completed, run.errors, run.provider_used) == (CASES, 0, "openai")
+    assert run.results.filter(expected="allow", passed=True).count() == MODEL_ALLOW
     assert not run.results.get(case_id="archive-not-delete").passed
     assert run.cost > 0
     first = fake.chat_requests[0].json
@@ -249,4 +253,4 @@ def test_route_page_says_which_variants_the_eval_set_builds(cast):
     assert not EvalRun.objects.exists()
     validator = client.get("/router/routes/validator/").content.decode()
     # The validator builds its own requests and names its prompt variants.
-    assert "<code>default</code>, <code>terse</code>" in validator
+    assert "<code>checklist</code>, <code>default</code>, <code>terse</code>" in validator
