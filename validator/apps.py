@@ -27,6 +27,13 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
+        navigation.register(navigation.NavItem(
+            "validator-evals", "Validator evals", "validator-evals", permissions.can_view_eval_matrix, order=51,
+        ))
+        navigation.register(navigation.NavItem(
+            "eval-candidates", "Eval candidates", "validator-eval-candidates",
+            permissions.can_review_eval_candidates, order=52,
+        ))
         register_request_builder(
             "validator", build_eval_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
         )
