@@ -6,13 +6,14 @@ class ValidatorConfig(AppConfig):
     verbose_name = "Action validator"
 
     def ready(self):
+        from lindy import demo as core_demo
         from lindy import navigation
         from router.routing import register_route
         from router.services.evals import register_request_builder
 
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.
-        from . import offline, permissions, prompts, tasks  # noqa: F401
+        from . import demo, offline, permissions, prompts, tasks  # noqa: F401
         from .evals import build_eval_request, eval_verdict
         from .selectors import blocked_count
         from .services import ROUTE
@@ -34,6 +35,8 @@ class ValidatorConfig(AppConfig):
             "eval-candidates", "Eval candidates", "validator-eval-candidates",
             permissions.can_review_eval_candidates, order=52,
         ))
+        # After the router's seeder (30), which creates the targets the matrix runs on.
+        core_demo.register_seeder(40, demo.seed)
         register_request_builder(
             "validator", build_eval_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
         )
