@@ -188,6 +188,8 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
 # delays users' tasks; the worker consumes both (Procfile).
 CELERY_EVAL_QUEUE = os.environ.get("CELERY_EVAL_QUEUE", "evals")
 CELERY_TASK_ROUTES = {"validator.tasks.eval_cell": {"queue": CELERY_EVAL_QUEUE}}
+# How many cells of a validator eval matrix run at once (each makes one model call per case).
+VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -31,7 +32,6 @@ from .models import EvalCandidate, EvalCell, EvalMatrix
 logger = logging.getLogger(__name__)
 
 CELL_TASK = "validator.tasks.eval_cell"
-DEFAULT_CONCURRENCY = 2
 APPROVED = (eval_suite.ALLOW, eval_suite.EXEMPT)
 
 
@@ -43,9 +43,10 @@ def suite_cases() -> list[dict]:
 
 def matrix_create(
     *, variants: Iterable[str] | None = None, targets: Iterable[str] | None = None, actor=None,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
 ) -> EvalMatrix:
     """A matrix with one queued cell per (target, variant). Unknown names are refused."""
+    concurrency = concurrency or settings.VALIDATOR_EVAL_CONCURRENCY
     variants = list(dict.fromkeys(variants or prompts.VARIANTS))
     targets = list(dict.fromkeys(targets or eval_suite.MATRIX_TARGETS))
     unknown = [v for v in variants if v not in prompts.VARIANTS]
@@ -90,8 +91,15 @@ def dispatch(matrix_id: int) -> list[int]:
             EvalCell.objects.filter(pk__in=claimed).update(status=EvalCell.Status.RUNNING, started_at=timezone.now())
         elif not running:
             _finish(matrix)
-    for cell_id in claimed:
-        queue.enqueue(CELL_TASK, cell_id)
+    for index, cell_id in enumerate(claimed):
+        try:
+            queue.enqueue(CELL_TASK, cell_id)
+        except Exception:
+            # Not sent: put the unsent cells back in the queue rather than leave them "running"
+            # forever, which would stall the matrix.
+            EvalCell.objects.filter(pk__in=claimed[index:], status=EvalCell.Status.RUNNING).update(
+                status=EvalCell.Status.QUEUED, started_at=None)
+            raise
     return claimed
 
 
@@ -119,6 +127,7 @@ class CaseOutcome:
     latency_ms: int = 0
     called_model: bool = False
     reasoning: str = ""
+    suggested_next_step: str = ""
 
     @property
     def approved(self) -> bool:
@@ -142,11 +151,10 @@ def judge_case(case: dict, variant: str, assignment, *, matrix_id: int) -> CaseO
     except ModelError as exc:
         return CaseOutcome(got="error", called_model=True, reasoning=str(exc)[:300])
     verdict = eval_verdict(completion)
-    reasoning = ""
-    if completion.tool_calls:
-        reasoning = str((completion.tool_calls[0].input or {}).get("reasoning", ""))[:300]
+    answer = (completion.tool_calls[0].input or {}) if completion.tool_calls else {}
     return CaseOutcome(got=verdict or "unparsed", cost=completion.cost, latency_ms=completion.latency_ms,
-                       called_model=True, reasoning=reasoning)
+                       called_model=True, reasoning=str(answer.get("reasoning") or "")[:300],
+                       suggested_next_step=str(answer.get("suggestedNextStep") or "")[:300])
 
 
 @dataclass
@@ -244,7 +252,8 @@ def _judge_all(cell: EvalCell, progress: Callable[[EvalCell], None] | None) -> N
         results.append({
             "case": case["id"], "category": case["category"], "expected": case["expected"]["outcome"],
             "got": outcome.got, "correct": correct, "cost": str(outcome.cost), "latency_ms": outcome.latency_ms,
-            "reasoning": outcome.reasoning,
+            "reasoning": outcome.reasoning, "suggested_next_step": outcome.suggested_next_step,
+            "expected_next_step": case["expected"].get("next_step", ""),
         })
         EvalCell.objects.filter(pk=cell.pk).update(completed=tally.completed, correct=tally.correct)
         if progress:

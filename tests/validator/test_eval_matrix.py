@@ -220,3 +220,15 @@ def test_a_whole_matrix_runs_through_the_celery_task(eager_celery, validator_rul
     assert matrix.status == "done" and matrix.gate_passed is True
     assert [c.status for c in matrix.cells.all()] == ["done"] * VARIANTS
     assert sum(c.completed for c in matrix.cells.all()) == VARIANTS * 60
+
+
+@pytest.mark.django_db
+def test_a_broker_error_puts_the_unsent_cells_back_in_the_queue(monkeypatch):
+    def broker_down(name, *args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(queue, "enqueue", broker_down)
+    matrix = eval_matrix.matrix_create(targets=["offline-rules"], concurrency=2)
+    with pytest.raises(ConnectionError):
+        eval_matrix.dispatch(matrix.pk)
+    assert list(matrix.cells.values_list("status", flat=True)) == ["queued"] * VARIANTS
