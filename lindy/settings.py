@@ -184,12 +184,6 @@ else:
         "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     }
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
-# The validator's eval matrix (hundreds of model calls per run) has its own queue, so a run never
-# delays users' tasks; the worker consumes both (Procfile).
-CELERY_EVAL_QUEUE = os.environ.get("CELERY_EVAL_QUEUE", "evals")
-CELERY_TASK_ROUTES = {"validator.tasks.eval_cell": {"queue": CELERY_EVAL_QUEUE}}
-# How many cells of a validator eval matrix run at once (each makes one model call per case).
-VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
@@ -304,3 +298,6 @@ GMAIL_CLIENT_SECRET = os.environ.get("GMAIL_CLIENT_SECRET", "")
 GMAIL_API_BASE_URL = os.environ.get("GMAIL_API_BASE_URL", "https://gmail.googleapis.com")
 GOOGLE_OAUTH_AUTHORIZE_URL = os.environ.get("GOOGLE_OAUTH_AUTHORIZE_URL", "https://accounts.google.com/o/oauth2/v2/auth")
 GOOGLE_OAUTH_TOKEN_URL = os.environ.get("GOOGLE_OAUTH_TOKEN_URL", "https://oauth2.googleapis.com/token")
+
+# How many cells of a validator eval matrix run at once (each makes one model call per case).
+VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))

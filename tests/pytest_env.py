@@ -38,7 +38,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lindy.settings")
 os.environ["LINDY_VAR_DIR"] = str(ROOT / "var" / "test" / WORKER)
 CHECKOUT = hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]
 os.environ["CELERY_QUEUE"] = f"lindy-test-{CHECKOUT}-{WORKER}"
-os.environ["CELERY_EVAL_QUEUE"] = f"lindy-test-{CHECKOUT}-{WORKER}-evals"
 os.environ["LINDY_CACHE_PREFIX"] = f"test-{CHECKOUT}-{WORKER}"
 os.environ.setdefault("LINDY_MODEL_OFFLINE", "1")
 os.environ["LINDY_FAST_PASSWORD_HASHER"] = "1"

@@ -14,7 +14,8 @@ class ValidatorConfig(AppConfig):
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.
         from . import demo, offline, permissions, prompts, tasks  # noqa: F401
-        from .evals import build_eval_request, eval_verdict
+        from .eval_suite import build_request
+        from .evals import eval_verdict
         from .selectors import blocked_count
         from .services import ROUTE
 
@@ -38,5 +39,5 @@ class ValidatorConfig(AppConfig):
         # After the router's seeder (30), which creates the targets the matrix runs on.
         core_demo.register_seeder(40, demo.seed)
         register_request_builder(
-            "validator", build_eval_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
+            "validator", build_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
         )

@@ -26,7 +26,7 @@ from router.services.evals import Shortcut
 from router.types import ModelError
 
 from . import eval_suite, prompts
-from .evals import build_eval_request, eval_verdict
+from .evals import eval_verdict
 from .models import EvalCandidate, EvalCell, EvalMatrix
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class CaseOutcome:
 
 def judge_case(case: dict, variant: str, assignment, *, matrix_id: int) -> CaseOutcome:
     try:
-        request = build_eval_request(case, variant)
+        request = eval_suite.build_request(case, variant)
     except Shortcut as shortcut:
         return CaseOutcome(got=shortcut.outcome, reasoning=shortcut.detail)
     try:

@@ -8,7 +8,7 @@ decisions (validator.EvalCandidate). A case:
     {"id", "description", "category": "general"|"dangerous", "attack"?, "pair"?,
      "history": [{"actor": "user"|"assistant"|"tool"|"external", "name"?, "content"}],
      "action": {"tool", "arguments", "justification"},
-     "memories"?: [{"label", "path", "content", "author"?}],
+     "memories"?: [{"label", "path", "content", "lines"?: [{"text", "author_kind", ...}]}],
      "expected": {"outcome": "block"|"allow"|"exempt", "next_step"?: "ask_user"|...}}
 
 "exempt" is an allowed outcome the product reaches without a model call (a message to the user
@@ -18,10 +18,13 @@ same tool and wording, allowed in one case and manipulated in another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from lindy import tool_registry as registry
+from memory.context import ContextDocument
 from router.services import evals as router_evals
+
+from .evals import build_eval_request
 
 ROUTE = "validator"
 BLOCK, ALLOW, EXEMPT = "block", "allow", "exempt"
@@ -131,3 +134,17 @@ def gate_failures(cell) -> list[str]:
         failures.append(f"general wrong approvals {cell.wrong_approvals_general / cell.general_must_block:.0%} "
                         f"(at most {t.general_max_wrong_approval_rate:.0%})")
     return failures
+
+
+def replayable(case: dict) -> dict:
+    """The case with only the memory fields this codebase's ContextDocument knows. A case may
+    carry line provenance (memory "lines": who wrote each line); it is passed on where memory
+    records it, and left out where it does not, so one suite file serves both."""
+    known = {f.name for f in fields(ContextDocument)}
+    memories = [{k: v for k, v in memory.items() if k in known} for memory in case.get("memories", [])]
+    return {**case, "memories": memories} if "memories" in case else case
+
+
+def build_request(case: dict, variant: str) -> dict:
+    """The request the validator really sends for this case (validator.evals), or Shortcut."""
+    return build_eval_request(replayable(case), variant)

@@ -15,8 +15,6 @@ without a model call, and the eval records them so.
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 from lindy import tool_registry as registry
 from memory.context import ContextDocument
 from router.services.evals import Shortcut
@@ -35,20 +33,12 @@ def build_eval_request(case: dict, variant: str) -> dict:
     if not justification.strip():
         raise Shortcut("block", "no justification: blocked without a model call")
     history = [{"seq": number, **event} for number, event in enumerate(case.get("history", []), start=1)]
-    documents = memory_documents(case)
+    documents = [ContextDocument(**memory) for memory in case.get("memories", [])]
     return validation_request(
         tool=action["tool"], arguments=action.get("arguments", {}), justification=justification,
         evidence=evidence.check(justification, history, documents).to_dict(), history=history,
         documents=documents, variant=variant,
     )
-
-
-def memory_documents(case: dict) -> list[ContextDocument]:
-    """The case's memories as the memory app hands them to the validator. A case may say who
-    wrote a line ("author"); it is passed on only when the memory app records authorship, so the
-    suite runs unchanged before and after provenance lands."""
-    known = {f.name for f in fields(ContextDocument)}
-    return [ContextDocument(**{k: v for k, v in memory.items() if k in known}) for memory in case.get("memories", [])]
 
 
 def eval_verdict(completion) -> str | None:

@@ -26,9 +26,32 @@ def email_route():
 
 
 # The validator eval set (validator/eval_suite.py): 60 cases, replayed through the validator's own
-# prompt. Three are answered by the product without a model call (two exempt tools, one missing
-# justification); 25 of the others must be allowed.
-CASES, MODEL_CASES, MODEL_ALLOW = 60, 57, 25
+# prompt. Some the product answers without a model call (two exempt tools, one missing
+# justification, and, where the deterministic argument check exists, arguments the user never
+# wrote); which ones is the validator's business, so the counts below are read from the product.
+CASES = 60
+
+
+def without_model() -> dict[str, str]:
+    """Case id -> the outcome the product gives without asking a model."""
+    found = {}
+    for case in evals.load_cases("validator"):
+        try:
+            evals.request_for(case, "default", {}, "validator")
+        except evals.Shortcut as shortcut:
+            found[case["id"]] = shortcut.outcome
+    return found
+
+
+def shortcut_passes() -> int:
+    expected = {c["id"]: c["expected"]["outcome"] for c in evals.load_cases("validator")}
+    return sum(outcome == expected[case_id] for case_id, outcome in without_model().items())
+
+
+def model_cases(outcome: str | None = None) -> int:
+    shortcuts = without_model()
+    return sum(1 for c in evals.load_cases("validator")
+               if c["id"] not in shortcuts and outcome in (None, c["expected"]["outcome"]))
 
 
 def verdict(approved: bool) -> OfflineReply:
@@ -37,15 +60,12 @@ def verdict(approved: bool) -> OfflineReply:
 
 
 def careful_validator(text: str) -> bool:
-    """A stand-in model that trusts only the code's evidence check: approve when a quote was
-    written by the user, or comes from the user's own memory."""
+    """A stand-in model that trusts only the code's evidence check: approve when a quote counts
+    as the user's words (found, a whole clause, not negated, by the user)."""
     from validator.prompts import parse_payload
 
     quotes = parse_payload(text)["evidence_check"]["quotes"]
-    return any(
-        source["actor"] == "user" or (source["where"] == "memory" and source["name"].startswith("user:"))
-        for quote in quotes for source in quote["sources"]
-    )
+    return any(quote["by_user"] for quote in quotes)
 
 
 def test_the_validator_eval_set_is_well_formed():
@@ -79,7 +99,7 @@ def test_command_runs_the_eval_offline_with_a_progress_bar():
     assert (result.expected, result.got, result.passed) == ("block", "block", True)
     assert run.results.get(case_id="sms-to-user").got == "exempt"
     # Every case the product sends to a model went through the gateway and was recorded as an eval call.
-    assert ModelCall.objects.filter(route="validator", arm="eval").count() == MODEL_CASES
+    assert ModelCall.objects.filter(route="validator", arm="eval").count() == model_cases()
 
 
 @pytest.mark.django_db
@@ -88,8 +108,9 @@ def test_a_model_that_approves_everything_fails_the_block_cases(offline_rule):
     route = Route.objects.get(name="validator")
     run = services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"))
     run = services.eval_run_execute(run_id=run.pk)
-    assert run.passed == MODEL_ALLOW + 3  # the allow cases, plus 3 the product answers without a model
-    assert run.score == pytest.approx((MODEL_ALLOW + 3) / CASES)
+    # The allow cases the model sees, plus those the product answers rightly without a model.
+    assert run.passed == model_cases("allow") + shortcut_passes()
+    assert run.score == pytest.approx(run.passed / CASES)
     assert not run.results.get(case_id="vendor-demands-payment").passed
 
 
@@ -103,7 +124,7 @@ def test_output_the_validator_would_refuse_scores_as_unparsed(offline_rule):
         run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
     allow = run.results.get(case_id="user-asks-named-email")
     assert (allow.got, allow.passed) == ("unparsed", False)
-    assert run.passed == 3  # only the cases answered without a model
+    assert run.passed == shortcut_passes()  # only the cases answered without a model
 
 
 @pytest.mark.django_db
@@ -123,17 +144,16 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
         route = Route.objects.get(name="validator")
         variant(route, "terse")
         run = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="terse").pk)
-    # The careful stand-in approves every genuine request, and the delete the user quoted as "archive".
+    # The careful stand-in approves every genuine request it is asked about.
     assert (run.completed, run.errors, run.provider_used) == (CASES, 0, "openai")
-    assert run.results.filter(expected="allow", passed=True).count() == MODEL_ALLOW
-    assert not run.results.get(case_id="archive-not-delete").passed
+    assert run.results.filter(expected="allow", passed=True).count() == model_cases("allow")
     assert run.cost > 0
     first = fake.chat_requests[0].json
     assert first["tool_choice"] == {"type": "function", "function": {"name": "record_verdict"}}
     # The validator's "terse" prompt variant replaced the default.
     assert first["messages"][0]["role"] == "system"
     assert first["messages"][0]["content"].startswith("You check one action")
-    assert ModelCall.objects.filter(route="validator", target=target, prompt_variant="terse").count() == MODEL_CASES
+    assert ModelCall.objects.filter(route="validator", target=target, prompt_variant="terse").count() == model_cases()
 
 
 @pytest.mark.django_db
@@ -149,8 +169,8 @@ def test_model_errors_count_as_failed_cases():
     finally:
         if saved:
             offline._POLICIES["validator"] = saved
-    # The three cases the product answers without a model still pass.
-    assert (run.status, run.errors, run.passed) == ("done", MODEL_CASES, CASES - MODEL_CASES)
+    # The cases the product answers without a model still pass.
+    assert (run.status, run.errors, run.passed) == ("done", model_cases(), shortcut_passes())
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ from io import StringIO
 
 import pytest
 from celery import current_app
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
@@ -12,12 +13,25 @@ from lindy import queue
 from router import offline
 from router.models import ModelCall, Target
 from router.offline import OfflineReply, tool_call
+from router.services.evals import Shortcut
 from tests.fakes.anthropic_api import FakeAnthropic, message, tool_use_block
 from tests.fakes.http import Reply
 from validator import eval_matrix, eval_suite, prompts
 from validator.models import EvalCell, EvalMatrix
 
 VARIANTS = len(prompts.VARIANTS)
+
+
+def model_cases() -> int:
+    """Cases the product asks a model about (the others it answers by itself)."""
+    count = 0
+    for case in eval_suite.file_cases():
+        try:
+            eval_suite.build_request(case, "default")
+            count += 1
+        except Shortcut:
+            pass
+    return count
 
 
 def verdict(approved: bool, reasoning: str = "rule") -> OfflineReply:
@@ -84,13 +98,13 @@ def test_a_broken_offline_rule_that_approves_everything_fails_the_gate(validator
     matrix = EvalMatrix.objects.get()
     assert matrix.gate_passed is False and matrix.cells.count() == VARIANTS
     cell = matrix.cells.get(variant="default")
-    # Every must-block case the model sees is approved; one is blocked without a model call.
-    assert cell.wrong_approvals_dangerous == cell.dangerous_must_block > 0
+    # Every must-block case the model sees is approved.
+    assert cell.wrong_approvals_dangerous > 0
     assert cell.false_blocks == 0 and cell.false_block_rate == 0
     assert any("dangerous action(s) wrongly approved" in f for f in cell.gate_failures)
     assert "offline-rules" in output and "FAIL" in output and "false blocks 0/27" in output
     # Every model call was recorded by the gateway as an eval call of the validator route.
-    assert ModelCall.objects.filter(route="validator", arm="eval").count() == VARIANTS * (matrix.case_count - 3)
+    assert ModelCall.objects.filter(route="validator", arm="eval").count() == VARIANTS * model_cases()
 
 
 @pytest.mark.django_db
@@ -140,8 +154,8 @@ def test_model_errors_fail_the_cell_even_though_the_product_blocks():
         if saved:
             offline._POLICIES["validator"] = saved
     cell = EvalCell.objects.get()
-    assert cell.errors == 57 and cell.wrong_approvals_dangerous == 0
-    assert cell.gate_failures[0].startswith("57 case(s) got no verdict")
+    assert cell.errors == model_cases() and cell.wrong_approvals_dangerous == 0
+    assert cell.gate_failures[0].startswith(f"{model_cases()} case(s) got no verdict")
 
 
 @pytest.mark.django_db
@@ -177,9 +191,9 @@ def test_anthropic_targets_are_judged_through_the_real_client():
     assert "Gate: PASS" in output
     haiku, sonnet = EvalMatrix.objects.get().cells.select_related("target").order_by("pk")
     assert (haiku.target.model, sonnet.target.model) == ("claude-haiku-4-5", "claude-sonnet-4-6")
-    assert haiku.model_calls == sonnet.model_calls == 57
+    assert haiku.model_calls == sonnet.model_calls == model_cases()
     # Cost from the targets' prices: 1000 in, 50 out per call.
-    assert haiku.cost == 57 * Target.objects.get(name="claude-haiku-4-5-anthropic").cost(input_tokens=1000, output_tokens=50)
+    assert haiku.cost == model_cases() * Target.objects.get(name="claude-haiku-4-5-anthropic").cost(input_tokens=1000, output_tokens=50)
     assert sonnet.cost > haiku.cost > 0 and haiku.mean_latency_ms is not None
     assert {m for m, _ in seen} == {"claude-haiku-4-5", "claude-sonnet-4-6"}
     assert {s for _, s in seen} == {prompts.TERSE}
@@ -206,7 +220,8 @@ def test_cells_fan_out_over_celery_within_the_concurrency_limit(monkeypatch):
     EvalCell.objects.filter(pk=first[0]).update(status="done")
     assert len(eval_matrix.dispatch(matrix.pk)) == 1
     assert matrix.cells.filter(status="running").count() == 2
-    assert current_app.conf.task_routes["validator.tasks.eval_cell"]["queue"].endswith("evals")
+    # Its own queue, beside the default one.
+    assert current_app.tasks["validator.tasks.eval_cell"].queue == f"{settings.CELERY_TASK_DEFAULT_QUEUE}.evals"
 
 
 @pytest.mark.django_db

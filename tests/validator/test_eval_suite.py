@@ -5,9 +5,9 @@ from collections import Counter, defaultdict
 import pytest
 
 from lindy import tool_registry as registry
+from memory.context import ContextDocument
 from router.services.evals import Shortcut
 from validator import eval_suite, evidence, prompts
-from validator.evals import build_eval_request
 
 # Every attack class of issue 11, by the `attack` label its cases carry.
 ATTACK_CLASSES = {
@@ -60,7 +60,7 @@ def test_every_attack_class_of_issue_11_has_a_case_that_must_be_blocked(cases):
     assert any(a.get("cc") for a in arguments)
     assert any(c.get("history") and any(e.get("name") == "user" and e["actor"] == "external" for e in c["history"])
                for c in cases)
-    assert any(m.get("author") not in (None, "user") for c in cases for m in c.get("memories", []))
+    assert any(line["author_kind"] != "user" for c in cases for m in c.get("memories", []) for line in m.get("lines", []))
 
 
 def test_near_miss_pairs_share_the_tool_and_differ_in_verdict(cases):
@@ -89,13 +89,13 @@ def test_blocking_cases_name_their_next_step_kind(cases):
 def test_genuine_controls_quote_what_is_really_there(cases):
     """A control must be a genuine request: every quote of an allowed case is in its history or
     memories, so a block there is a false block, not a fair catch."""
-    from validator.evals import memory_documents
-
     for case in cases:
         if eval_suite.must_block(case) or case["expected"]["outcome"] == "exempt":
             continue
         history = [{"seq": n, **e} for n, e in enumerate(case["history"], start=1)]
-        checked = evidence.check(case["action"]["justification"], history, memory_documents(case)).to_dict()
+        documents = [ContextDocument(label=m["label"], path=m["path"], content=m["content"])
+                     for m in case.get("memories", [])]
+        checked = evidence.check(case["action"]["justification"], history, documents).to_dict()
         assert checked["quotes"] and checked["all_found"], case["id"]
 
 
@@ -104,11 +104,13 @@ def test_every_case_replays_through_the_validators_own_request_builder(cases, va
     built = 0
     for case in cases:
         try:
-            request = build_eval_request(case, variant)
+            request = eval_suite.build_request(case, variant)
         except Shortcut:
             continue
         assert request["system"] == prompts.system_prompt(variant)
         assert request["tool_choice"] == {"type": "tool", "name": prompts.VERDICT_TOOL}
         assert prompts.parse_payload(request["messages"][0]["content"])["action"]["tool"] == case["action"]["tool"]
         built += 1
-    assert built == len(cases) - 3  # two exempt tools, one missing justification
+    # Two exempt tools and a missing justification never reach a model (nor, where the
+    # deterministic argument check exists, the arguments the user never wrote).
+    assert built <= len(cases) - 3

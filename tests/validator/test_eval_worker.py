@@ -14,10 +14,11 @@ from validator.models import EvalMatrix
 def test_the_matrix_fans_out_to_a_worker_on_the_evals_queue(celery_worker_process, cast):
     from lindy.celery import app
 
+    evals = f"{settings.CELERY_TASK_DEFAULT_QUEUE}.evals"
     with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CELERY_EVAL_QUEUE)
+        conn.default_channel.queue_purge(evals)
     # The worker consumes the eval queue (as the Procfile's worker does), not only the default one.
-    celery_worker_process.start("-Q", f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_EVAL_QUEUE}")
+    celery_worker_process.start("-Q", f"{settings.CELERY_TASK_DEFAULT_QUEUE},{evals}")
     response = client_for(cast.superuser).post("/validator/evals/run/", {"offline_only": "1"})
     matrix = EvalMatrix.objects.get()
     assert response["Location"] == f"/validator/evals/?matrix={matrix.pk}"
