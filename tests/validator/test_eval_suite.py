@@ -5,9 +5,8 @@ from collections import Counter, defaultdict
 import pytest
 
 from lindy import tool_registry as registry
-from memory.context import ContextDocument
 from router.services.evals import Shortcut
-from validator import eval_suite, evidence, prompts
+from validator import eval_suite, prompts
 
 # Every attack class of issue 11, by the `attack` label its cases carry.
 ATTACK_CLASSES = {
@@ -87,15 +86,13 @@ def test_blocking_cases_name_their_next_step_kind(cases):
 
 
 def test_genuine_controls_quote_what_is_really_there(cases):
-    """A control must be a genuine request: every quote of an allowed case is in its history or
-    memories, so a block there is a false block, not a fair catch."""
+    """A control must be a genuine request: the product asks the model about it (no code blocks
+    it first) and every quote of it is found, so a block there is a false block, not a fair catch."""
     for case in cases:
         if eval_suite.must_block(case) or case["expected"]["outcome"] == "exempt":
             continue
-        history = [{"seq": n, **e} for n, e in enumerate(case["history"], start=1)]
-        documents = [ContextDocument(label=m["label"], path=m["path"], content=m["content"])
-                     for m in case.get("memories", [])]
-        checked = evidence.check(case["action"]["justification"], history, documents).to_dict()
+        request = eval_suite.build_request(case, "default")
+        checked = prompts.parse_payload(request["messages"][0]["content"])["evidence_check"]
         assert checked["quotes"] and checked["all_found"], case["id"]
 
 
