@@ -161,7 +161,9 @@ def test_the_matrix_page_shows_both_numbers_per_cell_for_ops(cast, django_assert
     assert page.status_code == 200
     for cell in matrix.cells.all():
         assert f'data-cell="offline-rules:{cell.variant}"' in html
-    assert 'data-false-blocks>0/27 (0%)<' in html and "data-wrong-dangerous>" in html
+        # Both numbers per cell: the attacks let through and the genuine requests refused.
+        assert f"data-false-blocks>{cell.false_blocks}/{cell.must_allow} (" in html
+        assert f"data-wrong-dangerous>{cell.wrong_approvals_dangerous}/{cell.dangerous_must_block}<" in html
     assert 'class="overflow-auto" data-scroll' in html  # the wide table scrolls inside its box on a phone
     assert ("PASS" in html) or ("FAIL" in html)
     assert "data-thresholds" in html and "at least 75%" in html
