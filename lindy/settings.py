@@ -212,7 +212,7 @@ LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
                  "channels_app.tasks.debounce_recover"],
     "agent": ["agent.tasks.agent_run", "validator.tasks.agent_run"],
     "hydration": ["hydration.tasks.hydrate"],
-    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check"],
+    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell"],
 }
 CELERY_TASK_ROUTES = {
     task: {"queue": f"{CELERY_TASK_DEFAULT_QUEUE}.{kind}"} for kind, tasks in LINDY_QUEUE_CLASSES.items() for task in tasks
@@ -342,3 +342,6 @@ GMAIL_CLIENT_SECRET = os.environ.get("GMAIL_CLIENT_SECRET", "")
 GMAIL_API_BASE_URL = os.environ.get("GMAIL_API_BASE_URL", "https://gmail.googleapis.com")
 GOOGLE_OAUTH_AUTHORIZE_URL = os.environ.get("GOOGLE_OAUTH_AUTHORIZE_URL", "https://accounts.google.com/o/oauth2/v2/auth")
 GOOGLE_OAUTH_TOKEN_URL = os.environ.get("GOOGLE_OAUTH_TOKEN_URL", "https://oauth2.googleapis.com/token")
+
+# How many cells of a validator eval matrix run at once (each makes one model call per case).
+VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))

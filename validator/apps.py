@@ -6,12 +6,16 @@ class ValidatorConfig(AppConfig):
     verbose_name = "Action validator"
 
     def ready(self):
+        from lindy import demo as core_demo
         from lindy import navigation
         from router.routing import register_route
         from router.services.evals import register_request_builder
 
-        from . import offline, permissions, prompts  # noqa: F401  (offline registers the validator's offline rules)
-        from .evals import build_eval_request, eval_verdict
+        # offline registers the validator's offline rules; tasks registers eval_cell, which
+        # eval_matrix enqueues by name.
+        from . import demo, offline, permissions, prompts, tasks  # noqa: F401
+        from .eval_suite import build_request
+        from .evals import eval_verdict
         from .selectors import blocked_count
         from .services import ROUTE
 
@@ -25,6 +29,15 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
+        navigation.register(navigation.NavItem(
+            "validator-evals", "Validator evals", "validator-evals", permissions.can_view_eval_matrix, order=51,
+        ))
+        navigation.register(navigation.NavItem(
+            "eval-candidates", "Eval candidates", "validator-eval-candidates",
+            permissions.can_review_eval_candidates, order=52,
+        ))
+        # After the router's seeder (30), which creates the targets the matrix runs on.
+        core_demo.register_seeder(40, demo.seed)
         register_request_builder(
-            "validator", build_eval_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
+            "validator", build_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
         )

@@ -99,3 +99,167 @@ class Decision(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.BLOCKED
+
+
+class EvalMatrix(models.Model):
+    """One run of the validator's eval suite across prompt variants × targets (model sizes): the
+    seed's 540-run matrix per change. The cases are copied in when the run starts, so every cell
+    judges the same suite even if a candidate is accepted meanwhile."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+", help_text="Empty when run from the command line.")
+    cases = models.JSONField(default=list)
+    case_count = models.PositiveIntegerField(default=0)
+    concurrency = models.PositiveSmallIntegerField(default=2, help_text="Cells running at once, at most.")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    gate_passed = models.BooleanField(null=True, blank=True, help_text="Every cell met the thresholds; empty while running.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"validator eval matrix #{self.pk}"
+
+
+class EvalCell(models.Model):
+    """One (target, prompt variant) of a matrix: every case judged once, and the numbers the
+    thresholds are about."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        SKIPPED = "skipped", "Skipped"
+        FAILED = "failed", "Failed"
+
+    FINISHED = (Status.DONE, Status.SKIPPED, Status.FAILED)
+
+    matrix = models.ForeignKey(EvalMatrix, on_delete=models.CASCADE, related_name="cells")
+    target = models.ForeignKey("router.Target", on_delete=models.CASCADE, related_name="+")
+    variant = models.CharField(max_length=60)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    total = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    correct = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0, help_text="Model errors and output the product would refuse.")
+    general_total = models.PositiveIntegerField(default=0)
+    general_correct = models.PositiveIntegerField(default=0)
+    general_must_block = models.PositiveIntegerField(default=0)
+    dangerous_must_block = models.PositiveIntegerField(default=0)
+    must_allow = models.PositiveIntegerField(default=0)
+    wrong_approvals_general = models.PositiveIntegerField(default=0)
+    wrong_approvals_dangerous = models.PositiveIntegerField(default=0)
+    false_blocks = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    latency_ms_total = models.PositiveBigIntegerField(default=0)
+    model_calls = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=list, blank=True, help_text="Per case: expected, got, category, cost, latency.")
+    gate_passed = models.BooleanField(null=True, blank=True)
+    gate_failures = models.JSONField(default=list, blank=True)
+    detail = models.TextField(blank=True, help_text="Why the cell was skipped or failed.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["matrix", "target", "variant"], name="one_cell_per_target_variant"),
+        ]
+
+    def __str__(self):
+        return f"{self.target_id}:{self.variant} in matrix {self.matrix_id}"
+
+    @staticmethod
+    def _rate(part: int, whole: int) -> float | None:
+        return part / whole if whole else None
+
+    @property
+    def accuracy(self) -> float | None:
+        return self._rate(self.correct, self.completed)
+
+    @property
+    def general_accuracy(self) -> float | None:
+        return self._rate(self.general_correct, self.general_total)
+
+    @property
+    def general_wrong_approval_rate(self) -> float | None:
+        return self._rate(self.wrong_approvals_general, self.general_must_block)
+
+    @property
+    def false_block_rate(self) -> float | None:
+        return self._rate(self.false_blocks, self.must_allow)
+
+    @property
+    def mean_latency_ms(self) -> int | None:
+        return self.latency_ms_total // self.model_calls if self.model_calls else None
+
+    @property
+    def progress_percent(self) -> int:
+        return int(100 * self.completed / self.total) if self.total else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class EvalCandidate(models.Model):
+    """A real decision proposed as an eval case: a block the user overrode, or an approval they
+    flag. History and action are copied; a staff reviewer or the team's admin accepts it before
+    it joins the suite."""
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate", "Candidate"
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected"
+
+    class Outcome(models.TextChoices):
+        BLOCK = "block", "Must be blocked"
+        ALLOW = "allow", "Must be allowed"
+
+    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="+")
+    decision = models.OneToOneField(Decision, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="eval_candidate")
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    tool = models.CharField(max_length=100)
+    arguments = models.JSONField(default=dict)
+    justification = models.TextField(blank=True)
+    history = models.JSONField(default=list)
+    category = models.CharField(max_length=20, help_text="general or dangerous (money moving, data leaving).")
+    expected_outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    validator_said = models.CharField(max_length=10, help_text="What the validator decided at the time.")
+    note = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.CANDIDATE, db_index=True)
+    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"eval candidate {self.pk} ({self.status})"
+
+    @property
+    def case_id(self) -> str:
+        return f"candidate-{self.pk}"
+
+    def as_case(self) -> dict:
+        """The candidate in the suite's case format."""
+        return {
+            "id": self.case_id,
+            "description": self.note or f"From decision #{self.decision_id}: {registry.describe(self.tool, self.arguments)}",
+            "category": self.category,
+            "history": [
+                {"actor": e.get("actor", ""), "name": e.get("name") or "", "content": e.get("content") or ""}
+                for e in self.history
+            ],
+            "action": {"tool": self.tool, "arguments": self.arguments, "justification": self.justification},
+            "expected": {"outcome": self.expected_outcome},
+        }

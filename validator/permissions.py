@@ -1,5 +1,9 @@
 """Who may see and resolve the validator's decisions. Only the user an action was for sees its
-contents or resolves it: not a team admin, not support staff. Admins see counts only."""
+contents or resolves it: not a team admin, not support staff. Admins see counts only.
+
+The eval suite: the matrix page is for ops (superusers), like the router's Models pages. A
+decision's contents reach anyone else only when its own user proposes it as an eval case; then a
+staff reviewer or the admin of the decision's team accepts or rejects the candidate."""
 
 from __future__ import annotations
 
@@ -11,15 +15,17 @@ from lindy.permissions import (
     can_write_task,
     get_visible_or_404,
     is_member,
+    is_superuser,
     team_for_new_object,
     team_ids,
 )
 
-from .models import Decision
+from .models import Decision, EvalCandidate
 
 __all__ = [
-    "admin_team_ids", "can_authorize_decision", "can_review_actions", "can_view_decision_stats", "can_write_task",
-    "get_visible_or_404", "team_for_new_object", "team_ids", "visible_decisions",
+    "admin_team_ids", "can_authorize_decision", "can_propose_eval_case", "can_review_actions",
+    "can_review_eval_candidates", "can_view_decision_stats", "can_view_eval_matrix", "can_write_task",
+    "get_visible_or_404", "reviewable_candidates", "team_for_new_object", "team_ids", "visible_decisions",
 ]
 
 
@@ -40,3 +46,28 @@ def can_authorize_decision(user, decision: Decision) -> bool:
 def can_view_decision_stats(user) -> bool:
     """Team admins see their teams' decision statistics (counts, never contents)."""
     return bool(admin_team_ids(user))
+
+
+def can_propose_eval_case(user, decision: Decision) -> bool:
+    """Only the decision's own user: nobody else sees what it contains."""
+    return can_authorize_decision(user, decision)
+
+
+def can_view_eval_matrix(user) -> bool:
+    """The eval matrix (model and prompt comparisons, cost) is for ops, as the router's pages are."""
+    return is_superuser(user)
+
+
+def _is_staff(user) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and user.is_staff)
+
+
+def can_review_eval_candidates(user) -> bool:
+    return is_superuser(user) or _is_staff(user) or bool(admin_team_ids(user))
+
+
+def reviewable_candidates(user) -> QuerySet[EvalCandidate]:
+    """Staff review every team's candidates; a team admin reviews their own teams'."""
+    if is_superuser(user) or _is_staff(user):
+        return EvalCandidate.objects.all()
+    return EvalCandidate.objects.filter(team_id__in=admin_team_ids(user))

@@ -9,7 +9,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from . import permissions
-from .models import Decision
+from .models import Decision, EvalCandidate, EvalMatrix
 
 VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
 
@@ -87,3 +87,25 @@ def team_stats(user, *, days: int = 30) -> dict:
             })
         result[name] = {"days": days_sorted, "tools": tools}
     return result
+
+
+def eval_matrix(matrix_id=None):
+    """A matrix (the latest when no id), or None when none was run. Callers check
+    permissions.can_view_eval_matrix."""
+    matrices = EvalMatrix.objects.defer("cases")
+    if matrix_id is None:
+        return matrices.first()
+    return matrices.filter(pk=matrix_id).first()
+
+
+def eval_cells(matrix) -> list:
+    return list(matrix.cells.select_related("target").order_by("pk")) if matrix else []
+
+
+def recent_matrices(limit: int = 10) -> list:
+    return list(EvalMatrix.objects.defer("cases").order_by("-created_at", "-pk")[:limit])
+
+
+def candidate_counts() -> dict[str, int]:
+    rows = EvalCandidate.objects.values("status").annotate(n=Count("id"))
+    return {row["status"]: row["n"] for row in rows}

@@ -1,16 +1,19 @@
-"""Reviewing blocked actions (the user's own) and the decision statistics (team admins)."""
+"""Reviewing blocked actions (the user's own), the decision statistics (team admins), and the
+eval suite: proposing a decision as a case, reviewing candidates, and the eval matrix (ops)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from . import permissions, runner, selectors, services
-from .models import Decision
+from . import eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
+from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20
 FILTERS = {"blocked": Decision.Status.BLOCKED, "all": None}
@@ -42,6 +45,14 @@ def _recorded_only(decision: Decision) -> bool:
         return True
 
 
+def _proposal_context(request, decision: Decision) -> dict:
+    candidate = EvalCandidate.objects.filter(decision=decision).first()
+    can_propose = (candidate is None and eval_candidates.suggested_outcome(decision) is not None
+                   and permissions.can_propose_eval_case(request.user, decision))
+    return {"decision": decision, "candidate": candidate, "can_propose": can_propose,
+            "suggested_outcome": eval_candidates.suggested_outcome(decision)}
+
+
 def _detail_context(request, decision: Decision) -> dict:
     return {
         "recorded_only": _recorded_only(decision),
@@ -49,6 +60,7 @@ def _detail_context(request, decision: Decision) -> dict:
         "history": selectors.history_around(decision),
         "argument_rows": decision.argument_rows,
         "can_resolve": decision.is_open and permissions.can_authorize_decision(request.user, decision),
+        **_proposal_context(request, decision),
     }
 
 
@@ -106,3 +118,119 @@ def stats(request):
         days = 30
     return render(request, "validator/stats.html", {"teams": selectors.team_stats(request.user, days=days),
                                                     "days": days})
+
+
+# The eval suite ------------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def decision_propose_eval(request, decision_id: int):
+    """One click: the decision's history and action become a candidate eval case."""
+    _reviewer_only(request)
+    decision = selectors.decision_detail(request.user, decision_id)
+    if not permissions.can_propose_eval_case(request.user, decision):
+        raise Http404("No such decision.")
+    status, error = 200, ""
+    try:
+        eval_candidates.candidate_propose(decision=decision, user=request.user,
+                                          expected=request.POST.get("expected", ""), note=request.POST.get("note", ""))
+    except eval_candidates.CandidateRefused as exc:
+        status, error = 400, str(exc)
+    if not request.htmx and not error:
+        messages.success(request, "Proposed as an eval case: a reviewer will accept or reject it.")
+        return redirect("validator-decision", decision_id=decision.pk)
+    context = {**_proposal_context(request, decision), "proposal_error": error}
+    template = "validator/decision.html#eval-proposal" if request.htmx else "validator/decision.html"
+    if not request.htmx:
+        context.update(_detail_context(request, decision), proposal_error=error)
+    return render(request, template, context, status=status)
+
+
+def _candidate_reviewer(request):
+    if not permissions.can_review_eval_candidates(request.user):
+        raise Http404("Eval candidates are for staff and team admins.")
+
+
+CANDIDATE_FILTERS = ("candidate", "accepted", "rejected")
+
+
+@login_required
+def eval_candidate_list(request):
+    _candidate_reviewer(request)
+    show = request.GET.get("show", "candidate")
+    if show not in CANDIDATE_FILTERS:
+        show = "candidate"
+    queryset = (permissions.reviewable_candidates(request.user).filter(status=show)
+                .select_related("team", "proposed_by", "reviewed_by"))
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "validator/eval_candidates.html", {"page": page, "show": show})
+
+
+@login_required
+@require_POST
+def eval_candidate_review(request, candidate_id: int):
+    _candidate_reviewer(request)
+    candidate = permissions.get_visible_or_404(
+        permissions.reviewable_candidates(request.user).select_related("team", "proposed_by"), pk=candidate_id)
+    choice = request.POST.get("decision")
+    status, error = 200, ""
+    if choice not in ("accept", "reject"):
+        status, error = 400, "Choose accept or reject."
+    else:
+        try:
+            candidate = eval_candidates.candidate_review(candidate=candidate, user=request.user,
+                                                         accept=choice == "accept")
+        except eval_candidates.CandidateRefused as exc:
+            status, error = 409, str(exc)
+    if request.htmx:
+        return render(request, "validator/eval_candidates.html#candidate", {"candidate": candidate, "error": error},
+                      status=status)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"Candidate {candidate.get_status_display().lower()}.")
+    return redirect("validator-eval-candidates")
+
+
+def _matrix_viewer(request):
+    if not permissions.can_view_eval_matrix(request.user):
+        raise Http404("No such page.")
+
+
+@login_required
+def eval_matrix_page(request):
+    _matrix_viewer(request)
+    try:
+        matrix_id = int(request.GET["matrix"]) if "matrix" in request.GET else None
+    except ValueError:
+        matrix_id = None
+    matrix = selectors.eval_matrix(matrix_id)
+    if matrix_id is not None and matrix is None:
+        raise Http404("No such eval matrix.")
+    cells = selectors.eval_cells(matrix)
+    context = {
+        "matrix": matrix, "cells": cells, "thresholds": eval_suite.THRESHOLDS, "sizes": eval_suite.MATRIX_TARGETS,
+        "running": matrix is not None and matrix.status == matrix.Status.RUNNING,
+        "completed_runs": sum(c.completed for c in cells), "total_runs": sum(c.total for c in cells),
+    }
+    if request.htmx:
+        return render(request, "validator/evals.html#matrix", context)
+    context.update(recent=selectors.recent_matrices(), candidates=selectors.candidate_counts(),
+                   variants=list(prompts.VARIANTS))
+    return render(request, "validator/evals.html", context)
+
+
+@login_required
+@require_POST
+def eval_matrix_start(request):
+    _matrix_viewer(request)
+    targets = [eval_suite.OFFLINE_TARGET] if request.POST.get("offline_only") else None
+    try:
+        matrix = eval_matrix.matrix_create(targets=targets, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+        return redirect("validator-evals")
+    eval_matrix.matrix_start(matrix)
+    messages.success(request, f"Eval matrix #{matrix.pk} started: {matrix.case_count} cases per cell.")
+    return redirect(f"{reverse('validator-evals')}?matrix={matrix.pk}")

@@ -1,6 +1,7 @@
 """Offline evals: data files run through the gateway against a target, scored by expected outcome."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -24,10 +25,33 @@ def email_route():
     return route_named("email.draft")
 
 
-# The validator eval set: 14 cases, replayed through the validator's own prompt. Six are
-# answered by the product without a model call (two exempt tools, one missing justification,
-# three whose arguments the user never wrote: the deterministic argument check blocks them).
-CASES, MODEL_CASES = 14, 8
+# The validator eval set (validator/eval_suite.py): 60 cases, replayed through the validator's own
+# prompt. Some the product answers without a model call (two exempt tools, one missing
+# justification, and, where the deterministic argument check exists, arguments the user never
+# wrote); which ones is the validator's business, so the counts below are read from the product.
+CASES = 60
+
+
+def without_model() -> dict[str, str]:
+    """Case id -> the outcome the product gives without asking a model."""
+    found = {}
+    for case in evals.load_cases("validator"):
+        try:
+            evals.request_for(case, "default", {}, "validator")
+        except evals.Shortcut as shortcut:
+            found[case["id"]] = shortcut.outcome
+    return found
+
+
+def shortcut_passes() -> int:
+    expected = {c["id"]: c["expected"]["outcome"] for c in evals.load_cases("validator")}
+    return sum(outcome == expected[case_id] for case_id, outcome in without_model().items())
+
+
+def model_cases(outcome: str | None = None) -> int:
+    shortcuts = without_model()
+    return sum(1 for c in evals.load_cases("validator")
+               if c["id"] not in shortcuts and outcome in (None, c["expected"]["outcome"]))
 
 
 def verdict(approved: bool) -> OfflineReply:
@@ -66,15 +90,16 @@ def test_command_runs_the_eval_offline_with_a_progress_bar():
     out = StringIO()
     call_command("run_offline_eval", "validator", "offline-rules", stdout=out)
     output = out.getvalue()
-    assert "[##############################] 14/14 (100%) passed 14" in output
-    assert "Score 100.0%" in output
+    # How many pass is the validator's business (validator_eval gates it); the runner must run them all.
+    assert re.search(r"\[#{30}\] 60/60 \(100%\) passed \d+", output)
     run = EvalRun.objects.get()
-    assert (run.status, run.total, run.completed, run.passed, run.score, run.variant) == ("done", 14, 14, 14, 1.0, "default")
+    assert (run.status, run.total, run.completed, run.variant) == ("done", CASES, CASES, "default")
+    assert f"Score {run.score:.1%}" in output and run.passed == run.results.filter(passed=True).count()
     result = run.results.get(case_id="archive-not-delete")
     assert (result.expected, result.got, result.passed) == ("block", "block", True)
     assert run.results.get(case_id="sms-to-user").got == "exempt"
     # Every case the product sends to a model went through the gateway and was recorded as an eval call.
-    assert ModelCall.objects.filter(route="validator", arm="eval").count() == MODEL_CASES
+    assert ModelCall.objects.filter(route="validator", arm="eval").count() == model_cases()
 
 
 @pytest.mark.django_db
@@ -83,8 +108,9 @@ def test_a_model_that_approves_everything_fails_the_block_cases(offline_rule):
     route = Route.objects.get(name="validator")
     run = services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules"))
     run = services.eval_run_execute(run_id=run.pk)
-    assert run.passed == 10  # 4 allow, plus 6 the product answers without a model
-    assert run.score == pytest.approx(10 / 14)
+    # The allow cases the model sees, plus those the product answers rightly without a model.
+    assert run.passed == model_cases("allow") + shortcut_passes()
+    assert run.score == pytest.approx(run.passed / CASES)
     assert not run.results.get(case_id="vendor-demands-payment").passed
 
 
@@ -98,7 +124,7 @@ def test_output_the_validator_would_refuse_scores_as_unparsed(offline_rule):
         run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
     allow = run.results.get(case_id="user-asks-named-email")
     assert (allow.got, allow.passed) == ("unparsed", False)
-    assert run.passed == CASES - MODEL_CASES  # only the cases answered without a model
+    assert run.passed == shortcut_passes()  # only the cases answered without a model
 
 
 @pytest.mark.django_db
@@ -112,23 +138,20 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
         return Reply(200, completion({"content": None, "tool_calls": [call]}, usage={"prompt_tokens": 900, "completion_tokens": 40}))
 
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
-        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
+        monkeypatch.setenv("ATLAS_API_KEY", fake.API_KEY)
         fake.default("POST", PATH, model)
         target = cheap_target(base_url=fake.base_url)
         route = Route.objects.get(name="validator")
         variant(route, "terse")
         run = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="terse").pk)
-    # The careful stand-in would approve the delete the user quoted as "archive"; the argument
-    # check blocks it before any model is asked, so it misses nothing.
-    assert (run.passed, run.errors, run.provider_used) == (CASES, 0, "openai")
-    assert run.results.get(case_id="archive-not-delete").passed
+    assert (run.completed, run.errors, run.provider_used) == (CASES, 0, "openai")
     assert run.cost > 0
     first = fake.chat_requests[0].json
     assert first["tool_choice"] == {"type": "function", "function": {"name": "record_verdict"}}
     # The validator's "terse" prompt variant replaced the default.
     assert first["messages"][0]["role"] == "system"
     assert first["messages"][0]["content"].startswith("You check one action")
-    assert ModelCall.objects.filter(route="validator", target=target, prompt_variant="terse").count() == MODEL_CASES
+    assert ModelCall.objects.filter(route="validator", target=target, prompt_variant="terse").count() == model_cases()
 
 
 @pytest.mark.django_db
@@ -144,8 +167,8 @@ def test_model_errors_count_as_failed_cases():
     finally:
         if saved:
             offline._POLICIES["validator"] = saved
-    # The three cases the product answers without a model still pass.
-    assert (run.status, run.errors, run.passed) == ("done", MODEL_CASES, CASES - MODEL_CASES)
+    # The cases the product answers without a model still pass.
+    assert (run.status, run.errors, run.passed) == ("done", model_cases(), shortcut_passes())
 
 
 @pytest.mark.django_db
@@ -248,4 +271,4 @@ def test_route_page_says_which_variants_the_eval_set_builds(cast):
     assert not EvalRun.objects.exists()
     validator = client.get("/router/routes/validator/").content.decode()
     # The validator builds its own requests and names its prompt variants.
-    assert "<code>default</code>, <code>terse</code>" in validator
+    assert "<code>checklist</code>, <code>default</code>, <code>terse</code>" in validator

@@ -145,11 +145,11 @@ def test_eval_from_the_ui_with_progress(cast, offline_rule, monkeypatch, django_
         response = client.post("/router/routes/validator/evals/", {"target": offline.pk, "variant": "default"})
     run = EvalRun.objects.get()
     assert response["Location"] == f"/router/evals/{run.pk}/"
-    assert (run.__class__.objects.get().status, EvalRun.objects.get().completed) == ("done", 14)
+    assert (run.__class__.objects.get().status, EvalRun.objects.get().completed) == ("done", 60)
     partial = client.get(f"/router/evals/{run.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert "<progress" in partial and 'value="14"' in partial and "hx-trigger" not in partial
+    assert "<progress" in partial and 'value="60"' in partial and "hx-trigger" not in partial
     page = client.get("/router/routes/validator/").content.decode()
-    assert "offline-rules" in page and "71%" in page  # 8 block + 2 exempt of 14 cases
+    assert "offline-rules" in page and "58%" in page  # 33 block + 2 exempt of the 60 cases
 
 
 @pytest.mark.django_db

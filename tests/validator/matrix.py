@@ -1,12 +1,25 @@
 """Blocked actions belong to the user they were taken for: only they see and authorize them
 (a team admin of the same team gets 404, like anyone else). Team admins see statistics only."""
 
-from tests.role_matrix import Case, api, page
+from tests.role_matrix import SUPERUSER_PAGE, TEAM_ADMIN_PAGE, Case, api, page
 from tests.validator.test_views import blocked_payment
 
 
 def decision(cast) -> int:
     return blocked_payment(cast).pk
+
+
+def authorized_decision(cast):
+    from validator import services
+
+    return services.decision_authorize(decision_id=blocked_payment(cast).pk, user=cast.member)
+
+
+def candidate(cast) -> int:
+    """A candidate case proposed by the member of the Acme team from their authorized decision."""
+    from validator import eval_candidates
+
+    return eval_candidates.candidate_propose(decision=authorized_decision(cast), user=cast.member, expected="allow").pk
 
 
 CHECK_BODY = {
@@ -27,7 +40,18 @@ CASES = [
          lambda c: f"/validator/decisions/{decision(c)}/dismiss/", page(404, member=302), json=False),
     Case("validator/decisions/<int:decision_id>/follow/", "POST",
          lambda c: f"/validator/decisions/{decision(c)}/follow/", page(404, member=302), json=False),
+    Case("validator/decisions/<int:decision_id>/propose-eval/", "POST",
+         lambda c: f"/validator/decisions/{authorized_decision(c).pk}/propose-eval/", page(404, member=302),
+         body={"expected": "allow"}, json=False),
     Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200)),
+    # The eval matrix is for ops; candidates for staff and team admins (their own teams' only).
+    Case("validator/evals/", "GET", "/validator/evals/", SUPERUSER_PAGE),
+    Case("validator/evals/run/", "POST", "/validator/evals/run/", page(404, superuser=302),
+         body={"offline_only": "1"}, json=False),
+    Case("validator/evals/candidates/", "GET", "/validator/evals/candidates/", TEAM_ADMIN_PAGE),
+    Case("validator/evals/candidates/<int:candidate_id>/review/", "POST",
+         lambda c: f"/validator/evals/candidates/{candidate(c)}/review/", page(404, admin=302, superuser=302),
+         body={"decision": "reject"}, json=False),
     Case("validator/outbox/", "GET", "/validator/outbox/", page(200, support=404, superuser=404)),
     Case("api/validator/check", "POST", "/api/validator/check", api(200, support=404, superuser=404), body=CHECK_BODY),
     Case("api/validator/decisions", "GET", "/api/validator/decisions?status=blocked", api(200)),

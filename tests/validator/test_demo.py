@@ -26,3 +26,15 @@ def test_the_demo_send_is_in_the_users_outbox_as_recorded():
     demo.seed()
     entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email")
     assert entry.status == "recorded" and entry.adapter == "outbox" and entry.decision.status == "executed"
+
+
+def test_the_demo_runs_the_offline_row_of_the_eval_matrix_once():
+    from validator.models import EvalMatrix
+
+    demo.seed()
+    demo.seed()
+    matrix = EvalMatrix.objects.get()
+    cells = list(matrix.cells.select_related("target"))
+    assert {c.target.name for c in cells} == {"offline-rules"} and len(cells) == 3
+    assert all(c.status == "done" and c.completed == matrix.case_count for c in cells)
+    assert matrix.status == "done" and matrix.gate_passed is not None

@@ -1,0 +1,14 @@
+"""Demo data for the eval matrix page: the offline row of the matrix, actually run (the offline
+rules judging every case through the gateway), once. Nothing here writes a result by hand."""
+
+from __future__ import annotations
+
+from . import eval_matrix, eval_suite
+from .models import EvalMatrix
+
+
+def seed(ctx) -> None:
+    if EvalMatrix.objects.exists():
+        return
+    matrix = eval_matrix.matrix_create(targets=[eval_suite.OFFLINE_TARGET], actor=ctx.users.get("ops@lindy.test"))
+    eval_matrix.matrix_run_here(matrix)

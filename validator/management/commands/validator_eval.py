@@ -1,0 +1,84 @@
+"""manage.py validator_eval [--variant NAME ...] [--target NAME ...] [--offline-only] [--gate]
+
+Runs the validator's eval suite as a matrix (prompt variants × targets) in this process, prints
+each cell's numbers, and with --gate exits non-zero when a cell misses the thresholds. CI runs
+the offline row: `validator_eval --offline-only --gate`. The page (/validator/evals/) runs the
+same matrix fanned out over Celery."""
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from router.management.commands.run_offline_eval import progress_bar
+from validator import eval_matrix, eval_suite, prompts
+from validator.models import EvalCell
+
+
+def _percent(value) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def cell_line(cell: EvalCell) -> str:
+    if cell.status != EvalCell.Status.DONE:
+        return f"{cell.target.name:<30} {cell.variant:<10} {cell.get_status_display().upper()}: {cell.detail}"
+    verdict = "PASS" if cell.gate_passed else "FAIL"
+    return (
+        f"{cell.target.name:<30} {cell.variant:<10} {verdict}  accuracy {_percent(cell.accuracy)} "
+        f"({cell.correct}/{cell.completed}) · general accuracy {_percent(cell.general_accuracy)} · "
+        f"wrong approvals general {cell.wrong_approvals_general}/{cell.general_must_block} "
+        f"dangerous {cell.wrong_approvals_dangerous}/{cell.dangerous_must_block} · "
+        f"false blocks {cell.false_blocks}/{cell.must_allow} ({_percent(cell.false_block_rate)}) · "
+        f"errors {cell.errors} · cost ${cell.cost} · mean latency {cell.mean_latency_ms or 0} ms"
+    )
+
+
+class Command(BaseCommand):
+    help = "Run the validator's eval matrix (prompt variants × targets); --gate fails below the thresholds."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--variant", action="append", dest="variants", metavar="NAME",
+                            help=f"Prompt variant (repeatable; default all: {', '.join(prompts.VARIANTS)})")
+        parser.add_argument("--target", action="append", dest="targets", metavar="NAME",
+                            help=f"Router target (repeatable; default: {', '.join(eval_suite.MATRIX_TARGETS)})")
+        parser.add_argument("--offline-only", action="store_true", help="Only the offline-rules target (no network).")
+        parser.add_argument("--gate", action="store_true", help="Exit non-zero when a cell misses a threshold.")
+
+    def handle(self, *args, variants=None, targets=None, offline_only=False, gate=False, **options):
+        if offline_only:
+            if targets and set(targets) != {eval_suite.OFFLINE_TARGET}:
+                raise CommandError("--offline-only runs only the offline-rules target; drop --target.")
+            targets = [eval_suite.OFFLINE_TARGET]
+        try:
+            matrix = eval_matrix.matrix_create(variants=variants, targets=targets)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        cells = matrix.cells.count()
+        self.stdout.write(f"Validator eval matrix #{matrix.pk}: {matrix.case_count} cases × {cells} cells "
+                          f"= {matrix.case_count * cells} runs")
+
+        def show(cell):
+            self.stdout.write(f"\r{cell.target.name}:{cell.variant} "
+                              + progress_bar(cell.completed, cell.total, cell.correct), ending="")
+            self.stdout.flush()
+
+        matrix = eval_matrix.matrix_run_here(matrix, progress=show)
+        self.stdout.write("")
+        t = eval_suite.THRESHOLDS
+        self.stdout.write(f"Thresholds: dangerous ≤ {t.dangerous_max_wrong_approvals} wrong approvals; general "
+                          f"accuracy ≥ {t.general_min_accuracy:.0%}, wrong approvals ≤ {t.general_max_wrong_approval_rate:.0%}")
+        failed = []
+        for cell in matrix.cells.select_related("target").order_by("pk"):
+            self.stdout.write(cell_line(cell))
+            for failure in cell.gate_failures:
+                self.stdout.write(f"    - {failure}")
+            for result in cell.results:
+                if not result["correct"]:
+                    self.stdout.write(f"    ✗ {result['case']} ({result['category']}): expected {result['expected']}, "
+                                      f"got {result['got']}")
+            if cell.status == EvalCell.Status.DONE and not cell.gate_passed or cell.status == EvalCell.Status.FAILED:
+                failed.append(f"{cell.target.name}:{cell.variant}")
+        if matrix.gate_passed:
+            self.stdout.write(self.style.SUCCESS("Gate: PASS"))
+        elif gate:
+            raise CommandError(f"Gate: FAIL ({', '.join(failed) or 'no cell was judged'})")
+        else:
+            self.stdout.write(self.style.WARNING(f"Gate: FAIL ({', '.join(failed) or 'no cell was judged'})"))
