@@ -12,7 +12,7 @@ class ValidatorConfig(AppConfig):
 
         from . import offline, permissions, prompts  # noqa: F401  (offline registers the validator's offline rules)
         from .evals import build_eval_request, eval_verdict
-        from .selectors import blocked_count
+        from .selectors import blocked_badge
         from .services import ROUTE
 
         register_route(ROUTE, owner=self.label,
@@ -20,7 +20,7 @@ class ValidatorConfig(AppConfig):
 
         navigation.register(navigation.NavItem(
             "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,
-            badge=blocked_count,
+            badge=blocked_badge,
         ))
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,

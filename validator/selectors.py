@@ -9,15 +9,27 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from . import permissions
+from .counting import capped_count
 from .models import Decision
 
 VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
 
 
-def blocked_count(user) -> int:
+BADGE_CAP = 99
+
+
+def blocked_count(user, cap: int = BADGE_CAP + 1) -> int:
+    """The user's open blocked actions, counted up to `cap`: the navigation shows this on every page,
+    so it reads at most `cap` entries of the (user, status, created_at) index, however many there are."""
     if not permissions.can_review_actions(user):
         return 0
-    return Decision.objects.filter(user=user, status=Decision.Status.BLOCKED).count()
+    return capped_count(Decision.objects.filter(user=user, status=Decision.Status.BLOCKED), cap)
+
+
+def blocked_badge(user) -> int | str:
+    """The navigation badge: the count, or "99+" beyond it."""
+    count = blocked_count(user)
+    return f"{BADGE_CAP}+" if count > BADGE_CAP else count
 
 
 def decision_list(user, status: str | None = None):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from . import permissions, runner, selectors, services
+from .counting import CappedPaginator, page_number
 from .models import Decision
 
 PAGE_SIZE = 20
@@ -30,7 +30,8 @@ def blocked_list(request):
     queryset = selectors.decision_list(request.user, FILTERS[show])
     if show == "all":
         queryset = queryset.exclude(status=Decision.Status.EXEMPT)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    asked = page_number(request.GET.get("page"))
+    page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
     return render(request, template, {"page": page, "show": show})
 

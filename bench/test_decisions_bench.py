@@ -1,0 +1,69 @@
+"""`make bench`: the validator's lists at 100,000 decisions (bench/decisions_bench.py builds them).
+
+Each page's p95 against the trivial signed-in view (which runs the same navigation badge), with
+its queries bounded: no count or sort grows with the user's decisions."""
+
+from __future__ import annotations
+
+import decisions_bench
+import pytest
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
+from ratios import interleaved, p95, record
+
+RUNS = 40
+PAGE_GOAL = 3.0
+MAX_QUERIES = {"blocked-actions page": 8, "blocked-actions page (all, page 40)": 8,
+               "decisions API": 8, "decisions API (?status=blocked)": 8, "decision statistics": 8}
+URLS = {
+    "blocked-actions page": "/validator/",
+    "blocked-actions page (all, page 40)": "/validator/?show=all&page=40",
+    "decisions API": "/api/validator/decisions",
+    "decisions API (?status=blocked)": "/api/validator/decisions?status=blocked&offset=500",
+}
+
+
+@pytest.fixture(scope="module")
+def decisions(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        reviewer, admin, seconds = decisions_bench.build()
+        print(f"\ninserted {decisions_bench.DECISIONS:,} decisions in {seconds:.1f} s")
+        yield reviewer, admin
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", list(URLS))
+def test_reviewer_pages(decisions, name):
+    reviewer, _ = decisions
+    client = _client(reviewer)
+    url = URLS[name]
+    with override_settings(ROOT_URLCONF="bench_urls"):
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(url)
+        assert response.status_code == 200
+        print(f"\n{name}: {len(captured)} queries")
+        assert len(captured) <= MAX_QUERIES[name]
+        page, trivial = interleaved(lambda: client.get(url), lambda: client.get("/bench/trivial/"), RUNS)
+    record(f"validator at 100,000 decisions: {name}", p95(page), p95(trivial), PAGE_GOAL, note="p95")
+
+
+@pytest.mark.django_db
+def test_statistics_page(decisions):
+    _, admin = decisions
+    client = _client(admin)
+    with override_settings(ROOT_URLCONF="bench_urls"):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/validator/stats/").status_code == 200
+        print(f"\ndecision statistics: {len(captured)} queries")
+        assert len(captured) <= MAX_QUERIES["decision statistics"]
+        page, trivial = interleaved(lambda: client.get("/validator/stats/"), lambda: client.get("/bench/trivial/"),
+                                    RUNS)
+    record("validator at 100,000 decisions: decision statistics (admin, 30 days)", p95(page), p95(trivial),
+           PAGE_GOAL, note="p95")
