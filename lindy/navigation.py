@@ -15,8 +15,9 @@ class NavItem:
     url_name: str
     allowed: Callable[[object], bool]
     order: int = 50
-    # Optional: a number shown beside the label (e.g. blocked actions waiting for review).
-    badge: Callable[[object], int] | None = None
+    # Optional: a number shown beside the label (e.g. blocked actions waiting for review); it runs
+    # on every page, so it must be cheap and may answer a capped label such as "99+".
+    badge: Callable[[object], int | str] | None = None
 
 
 _ITEMS: dict[str, NavItem] = {}

@@ -16,6 +16,7 @@ from lindy.api_errors import ApiError
 from lindy.pagination import BoundedLimitOffset
 
 from . import permissions, selectors, services
+from .counting import COUNT_AHEAD, capped_count
 from .models import Decision
 
 router = Router(tags=["validator"])
@@ -128,10 +129,28 @@ def check(request, payload: CheckIn):
     return _check_out(decision)
 
 
-@router.get("/decisions", response=list[DecisionOut], summary="Your validation decisions (e.g. ?status=blocked)")
-@paginate(BoundedLimitOffset)
+class CappedLimitOffset(BoundedLimitOffset):
+    """limit/offset pagination whose `count` stops COUNT_AHEAD rows past the page asked for: a user
+    may have 100,000 decisions, and counting them all on every call costs more than the page.
+    A `count` of offset + limit + COUNT_AHEAD means "at least this many"."""
+
+    def paginate_queryset(self, queryset, pagination, request, **params):
+        offset = pagination.offset
+        limit: int = min(pagination.limit, self.max_limit)
+        return {
+            self.items_attribute: queryset[offset:offset + limit],
+            "count": capped_count(queryset, offset + limit + COUNT_AHEAD),
+        }
+
+
+@router.get("/decisions", response=list[DecisionOut], summary="Your validation decisions (e.g. ?status=blocked)",
+            description=f"Newest first. `count` is exact up to offset + limit + {COUNT_AHEAD:,}; at that value "
+                        "there may be more.")
+@paginate(CappedLimitOffset)
 def decision_list(request, status: StatusName | None = None):
-    return selectors.decision_list(request.user, status).select_related("resolved_by")
+    # The answer carries task_id, not the task, and not the stored history: leave both in the database.
+    return (selectors.decision_list(request.user, status).select_related(None).select_related("resolved_by")
+            .defer("history"))
 
 
 @router.get("/decisions/{decision_id}", response=DecisionOut, summary="One of your decisions")

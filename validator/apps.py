@@ -16,7 +16,7 @@ class ValidatorConfig(AppConfig):
         from . import demo, offline, permissions, prompts, tasks  # noqa: F401
         from .eval_suite import build_request
         from .evals import eval_verdict
-        from .selectors import blocked_count
+        from .selectors import blocked_badge
         from .services import ROUTE
 
         register_route(ROUTE, owner=self.label,
@@ -24,7 +24,7 @@ class ValidatorConfig(AppConfig):
 
         navigation.register(navigation.NavItem(
             "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,
-            badge=blocked_count,
+            badge=blocked_badge,
         ))
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,

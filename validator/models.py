@@ -76,9 +76,16 @@ class Decision(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-pk"]
+        # The lists read one user's decisions newest first (all of them, or one status), so each
+        # index ends in the list's order (-created_at, -id) and PostgreSQL stops after one page
+        # instead of sorting every row the user has. The team filter the permission rules add is
+        # checked on those few rows. The admins' statistics read (team, created_at) and the columns they
+        # count, all from the index.
         indexes = [
-            models.Index(fields=["user", "status", "created_at"]),
-            models.Index(fields=["team", "created_at"]),
+            models.Index(fields=["user", "status", "-created_at", "-id"], name="decision_user_status_newest"),
+            models.Index(fields=["user", "-created_at", "-id"], name="decision_user_newest"),
+            models.Index(fields=["team", "created_at"], include=["status", "tool", "approved", "validator_failure"],
+                         name="decision_team_period"),
         ]
 
     def __str__(self):

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
+from .counting import CappedPaginator, page_number
 from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20
@@ -33,7 +34,8 @@ def blocked_list(request):
     queryset = selectors.decision_list(request.user, FILTERS[show])
     if show == "all":
         queryset = queryset.exclude(status=Decision.Status.EXEMPT)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    asked = page_number(request.GET.get("page"))
+    page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
     return render(request, template, {"page": page, "show": show})
 

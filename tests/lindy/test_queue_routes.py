@@ -25,9 +25,12 @@ EXPECTED = {
     "hydration.tasks.hydrate": "hydration",
     "router.tasks.eval_run": "evals",
     "router.tasks.guardrails_check": "evals",
+    "validator.tasks.eval_cell": "evals",
     "lindy.tasks.heartbeat": None,
     "lindy.tasks.ping": None,
     "hydration.tasks.dispatch_due": None,
+    # A sweep: it only re-queues a dead worker's run, so it must not wait behind hydration itself.
+    "hydration.tasks.recover": None,
     "channels_app.tasks.attachment_store": None,
     "channels_app.tasks.ratio_alerts_check": None,
 }

@@ -220,8 +220,9 @@ def test_cells_fan_out_over_celery_within_the_concurrency_limit(monkeypatch):
     EvalCell.objects.filter(pk=first[0]).update(status="done")
     assert len(eval_matrix.dispatch(matrix.pk)) == 1
     assert matrix.cells.filter(status="running").count() == 2
-    # Its own queue, beside the default one.
-    assert current_app.tasks["validator.tasks.eval_cell"].queue == f"{settings.CELERY_TASK_DEFAULT_QUEUE}.evals"
+    # Its own queue, beside the default one, routed with the other eval tasks.
+    assert settings.CELERY_TASK_ROUTES["validator.tasks.eval_cell"] == {
+        "queue": f"{settings.CELERY_TASK_DEFAULT_QUEUE}.evals"}
 
 
 @pytest.mark.django_db
