@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from lindy import services
+from lindy import outages, services
 from lindy.models import Membership
 from router import routing
 from tests.factories import TeamFactory, UserFactory, member_of
@@ -17,9 +17,10 @@ pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """The cache outlives a test's database transaction: start every test without it (and
-    without the routing table this process kept from the previous test)."""
+    without the routing table this process kept from the previous test, nor an outage it saw)."""
     cache.clear()
     routing.forget_local()
+    outages._down.clear()
     yield
 
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from django.test import Client, override_settings
+from kombu import pools as kombu_pools
 
 from channels_app import services as channels_services
 from channels_app.models import InboundMessage, SlackChannel
@@ -38,8 +39,9 @@ def _swap_broker(url: str, transport_options: dict, publish_retry: bool) -> tupl
     conf = celery_app.conf
     before = (conf.broker_url, conf.broker_transport_options, conf.task_publish_retry)
     conf.broker_url, conf.broker_transport_options, conf.task_publish_retry = url, transport_options, publish_retry
-    # Producers and connections are pooled: drop them so the next send connects to `url`.
-    celery_app.pool.force_close_all()
+    # Producers and connections are pooled in kombu's process-wide registry, keyed by URL: reset it
+    # (closing a pool in place would leave a closed pool there for the next test's sends).
+    kombu_pools.reset()
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
     return before
@@ -88,7 +90,7 @@ def test_healthz_is_503_json_naming_cache_and_broker_when_redis_is_down(redis_do
 
 
 def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, caplog):
-    routing._local.version = None  # no table kept in this process from before the outage
+    routing.forget_local()  # no table kept in this process from before the outage
     with caplog.at_level("WARNING"):
         first = routing.assign("agent.step", cast.member)
         second = routing.assign("agent.step", cast.member)
@@ -99,7 +101,7 @@ def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, capl
 def test_a_routing_change_during_the_outage_is_seen_at_once(cast, redis_down):
     from router.models import ModelChoice, Target
 
-    routing._local.version = None
+    routing.forget_local()
     assert routing.assign("agent.step", cast.member).reason != "explicit_choice"
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     ModelChoice.objects.create(user=cast.member, route="", target=haiku)  # the signal bumps the version
@@ -108,14 +110,14 @@ def test_a_routing_change_during_the_outage_is_seen_at_once(cast, redis_down):
 
 
 def test_my_model_page_works_with_redis_down(cast, redis_down):
-    routing._local.version = None
+    routing.forget_local()
     response = client_for(cast.member).get("/router/my-model/")
     assert response.status_code == 200
     assert routing.DEFAULT_TARGET in response.content.decode()
 
 
 def test_validator_check_works_with_redis_down(cast, redis_down, api_for):
-    routing._local.version = None
+    routing.forget_local()
     response = api_for(cast.member).post("/api/validator/check", {
         "history": [{"actor": "external", "name": "jane@initech.test", "content": "Can you send me the report?"}],
         "action": {**SEND, "justification": 'She asked "Can you send me the report?"'},

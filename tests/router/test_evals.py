@@ -138,7 +138,7 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
         return Reply(200, completion({"content": None, "tool_calls": [call]}, usage={"prompt_tokens": 900, "completion_tokens": 40}))
 
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
-        monkeypatch.setenv("ATLAS_API_KEY", fake.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
         fake.default("POST", PATH, model)
         target = cheap_target(base_url=fake.base_url)
         route = Route.objects.get(name="validator")
