@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-LINES: list[Ratio] = []
+LINES: list[Ratio | Goal] = []
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,35 @@ def record(name: str, value: float, baseline: float, goal: float, unit: str = "m
     LINES.append(ratio)
     print(f"\n{ratio.line()}")
     return ratio
+
+
+@dataclass(frozen=True)
+class Goal:
+    """An absolute goal (a throughput the product must sustain), for what has no natural baseline."""
+
+    name: str
+    value: float
+    goal: float
+    unit: str
+    at_least: bool = True  # False: the value must be at most the goal
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.value >= self.goal if self.at_least else self.value <= self.goal
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        note = f"  ({self.note})" if self.note else ""
+        sign = "≥" if self.at_least else "≤"
+        return f"{verdict}  {self.name}: {self.value:.1f} {self.unit} (goal {sign} {self.goal:g} {self.unit}){note}"
+
+
+def record_goal(name: str, value: float, goal: float, unit: str, at_least: bool = True, note: str = "") -> Goal:
+    line = Goal(name, value, goal, unit, at_least, note)
+    LINES.append(line)
+    print(f"\n{line.line()}")
+    return line
 
 
 def p95(samples: list[float]) -> float:

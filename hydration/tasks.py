@@ -28,3 +28,8 @@ def recover() -> int:
 @shared_task(name="hydration.tasks.dispatch_due", acks_late=True, time_limit=300, soft_time_limit=240)
 def dispatch_due() -> int:
     return len(services.schedule_dispatch())
+
+
+@shared_task(name="hydration.tasks.schedules_backfill", acks_late=True, time_limit=600, soft_time_limit=540)
+def schedules_backfill() -> int:
+    return services.schedules_backfill()

@@ -290,6 +290,10 @@ HYDRATION_ITEM_MAX_TRIES = int(os.environ.get("HYDRATION_ITEM_MAX_TRIES", 3))
 HYDRATION_HEARTBEAT_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_SECONDS", 10))
 HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 60))
 HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 30))
+# The dispatch tick: rows claimed per transaction, and at most this many batches per tick
+# (1,000 × 50 per minute is far above the ~23 runs/s of 1,000,000 file systems every 12 h).
+HYDRATION_DISPATCH_BATCH = int(os.environ.get("HYDRATION_DISPATCH_BATCH", 1000))
+HYDRATION_DISPATCH_MAX_BATCHES = int(os.environ.get("HYDRATION_DISPATCH_MAX_BATCHES", 50))
 # A run taken over this many times (its worker died each time) is given up; its items stay for the next run.
 HYDRATION_RUN_MAX_ATTEMPTS = int(os.environ.get("HYDRATION_RUN_MAX_ATTEMPTS", 3))
 # Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
