@@ -232,6 +232,8 @@ ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE
 # Samples the guardrail job sends to the judge route per run, per rollout.
 ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
+# The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
+ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS", 30))
 
 # memory: default token budgets of a new file system (each file system can change its own).
 # Per file: every file but index.md and master.md. Always loaded: index.md + master.md together.
