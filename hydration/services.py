@@ -28,6 +28,7 @@ from django.utils import timezone
 from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
+from router import budgets
 
 from . import accounting, agent, gmail, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
@@ -401,10 +402,22 @@ def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
     progress = _Progress(run)
     with _Heartbeat(run):
         try:
-            return _pipeline(run, progress)
+            with budgets.background():
+                return _pipeline(run, progress)
+        except budgets.BudgetExhausted:
+            _wait_for_budget(run)
+            raise  # the task queues the run again after the budget's countdown
         except Exception as exc:
             logger.exception("hydration run %s failed", run.pk)
             return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _wait_for_budget(run: Run) -> None:
+    """The provider's budget is used up: give the run back to the queue (its items are stored;
+    the next attempt starts from them) rather than failing it."""
+    Run.objects.filter(pk=run.pk, status=Status.RUNNING).update(
+        status=Status.QUEUED, stage="Waiting for the model provider's budget", lease_until=timezone.now() + _lease(),
+        lease_holder="", lease_task_id="")
 
 
 def runs_recover(*, now=None, limit: int = 500) -> list[int]:
