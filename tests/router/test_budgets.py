@@ -119,3 +119,25 @@ def test_a_route_slot_is_released_on_exception_and_expires_after_a_kill(settings
             pass
     with budgets.route_slot("agent", limit=1, now=t0 + 31):
         pass
+
+
+@pytest.mark.django_db
+def test_a_background_wave_of_calls_against_a_smaller_bucket_queues_the_rest(online, settings, cast):
+    from router.routing import assign
+
+    target = assign("memory.summarize", cast.member).target
+    key = target.host or target.provider
+    settings.CACHE_KEY_PREFIX = f"wave-test-{uuid.uuid4().hex[:8]}"
+    settings.ROUTER_PROVIDER_BUDGETS = {key: {"rpm": 4, "tpm": 10_000_000}}
+    messages = [{"role": "user", "content": "<item id=\"1\">We deploy on Fridays.</item>"}]
+    served, requeued = 0, []
+    with budgets.background():
+        for _ in range(10):
+            try:
+                gateway.complete(route="memory.summarize", user=cast.member, messages=messages)
+                served += 1
+            except budgets.BudgetExhausted as exc:
+                requeued.append(exc.retry_after)
+    assert served == 4 and len(requeued) == 6
+    assert all(0 < wait <= 15 for wait in requeued)  # 4 a minute: one every 15 s
+    assert online == ["memory.summarize"] * 4  # the provider never saw the other six
