@@ -121,8 +121,8 @@ def complete(
     if provider != "offline":  # nothing is called (or recorded) when there is no budget
         wait = budgets.default_wait() if budget_wait is None else budget_wait
         budgets.take_or_wait(target.host or provider, max_wait=wait,
-                             tokens=estimate_tokens(json.dumps([request.system_text(), messages], default=str))
-                             + request.max_tokens)
+                             # input tokens: what providers' per-minute token limits mostly count
+                             tokens=estimate_tokens(json.dumps([request.system_text(), messages], default=str)))
     started = time.monotonic()
     reply: ProviderReply | None = None
     error = ""
