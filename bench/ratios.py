@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-LINES: list[Ratio | Absolute] = []
+LINES: list[Ratio | Goal] = []
 
 
 @dataclass(frozen=True)
@@ -40,36 +40,45 @@ class Ratio:
                 f"{self.value:.3f} vs {self.baseline:.3f} {self.unit}){note}")
 
 
-@dataclass(frozen=True)
-class Absolute:
-    name: str
-    value: float
-    goal: float  # the value must be at most this
-    unit: str
-    note: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.value <= self.goal
-
-    def line(self) -> str:
-        verdict = "PASS" if self.passed else "FAIL"
-        note = f"  ({self.note})" if self.note else ""
-        return f"{verdict}  {self.name}: {self.value:.2f} {self.unit} (goal ≤ {self.goal:g} {self.unit}){note}"
-
-
-def record_absolute(name: str, value: float, goal: float, unit: str, note: str = "") -> Absolute:
-    line = Absolute(name, value, goal, unit, note)
-    LINES.append(line)
-    print(f"\n{line.line()}")
-    return line
-
-
 def record(name: str, value: float, baseline: float, goal: float, unit: str = "ms", note: str = "") -> Ratio:
     ratio = Ratio(name, value, baseline, goal, unit, note)
     LINES.append(ratio)
     print(f"\n{ratio.line()}")
     return ratio
+
+
+@dataclass(frozen=True)
+class Goal:
+    """An absolute goal (a throughput the product must sustain), for what has no natural baseline."""
+
+    name: str
+    value: float
+    goal: float
+    unit: str
+    at_least: bool = True  # False: the value must be at most the goal
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.value >= self.goal if self.at_least else self.value <= self.goal
+
+    def line(self) -> str:
+        verdict = "PASS" if self.passed else "FAIL"
+        note = f"  ({self.note})" if self.note else ""
+        sign = "≥" if self.at_least else "≤"
+        return f"{verdict}  {self.name}: {self.value:.2f} {self.unit} (goal {sign} {self.goal:g} {self.unit}){note}"
+
+
+def record_goal(name: str, value: float, goal: float, unit: str, at_least: bool = True, note: str = "") -> Goal:
+    line = Goal(name, value, goal, unit, at_least, note)
+    LINES.append(line)
+    print(f"\n{line.line()}")
+    return line
+
+
+def record_absolute(name: str, value: float, goal: float, unit: str, note: str = "") -> Goal:
+    """A value that must stay at most `goal` (a latency)."""
+    return record_goal(name, value, goal, unit, at_least=False, note=note)
 
 
 def p95(samples: list[float]) -> float:

@@ -17,6 +17,7 @@ class HydrationConfig(AppConfig):
             demo,
             offline,  # noqa: F401  (registers the offline policies of both routes)
             permissions,
+            signals,  # noqa: F401  (a new file system gets its schedule slot)
             summarizer,
             tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
         )
@@ -28,9 +29,14 @@ class HydrationConfig(AppConfig):
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))
         schedules.register(schedules.Periodic(
-            name="hydration.dispatch_due", task="hydration.tasks.dispatch_due", every_seconds=300,
+            name="hydration.dispatch_due", task="hydration.tasks.dispatch_due", every_seconds=60,
             description="Starts the hydration run of every team and user memory whose 12-hour slot came "
                         "(each file system has its own slot, so runs spread over the interval).",
+        ))
+        schedules.register(schedules.Periodic(
+            name="hydration.schedules_backfill", task="hydration.tasks.schedules_backfill", every_seconds=3600,
+            description="Gives a schedule slot to any file system created without one (bulk imports); "
+                        "new file systems get theirs when created.",
         ))
         schedules.register(schedules.Periodic(
             name="hydration.recover", task="hydration.tasks.recover",

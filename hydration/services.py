@@ -29,6 +29,7 @@ from django.utils import timezone
 from lindy import queue
 from memory import services as memory_services
 from memory.models import FileSystem
+from router import budgets
 
 from . import accounting, agent, gmail, provenance, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
@@ -440,10 +441,22 @@ def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
     progress = _Progress(run)
     with _Heartbeat(run):
         try:
-            return _pipeline(run, progress)
+            with budgets.background():
+                return _pipeline(run, progress)
+        except budgets.BudgetExhausted:
+            _wait_for_budget(run)
+            raise  # the task queues the run again after the budget's countdown
         except Exception as exc:
             logger.exception("hydration run %s failed", run.pk)
             return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _wait_for_budget(run: Run) -> None:
+    """The provider's budget is used up: give the run back to the queue (its items are stored;
+    the next attempt starts from them) rather than failing it."""
+    Run.objects.filter(pk=run.pk, status=Status.RUNNING).update(
+        status=Status.QUEUED, stage="Waiting for the model provider's budget", lease_until=timezone.now() + _lease(),
+        lease_holder="", lease_task_id="")
 
 
 def runs_recover(*, now=None, limit: int = 500) -> list[int]:
@@ -613,25 +626,92 @@ def _first_due(fs_id: int, now, interval: int):
     return now + timedelta(seconds=start - epoch)
 
 
-def schedule_dispatch(*, now=None) -> list[int]:
-    """Trigger every file system whose slot came; returns the runs created."""
+def schedules_backfill(*, now=None) -> int:
+    """Give every file system without a schedule its slot. New file systems get theirs when they
+    are created (hydration.signals); this sweep catches bulk-created ones. It scans every file
+    system, so it runs on its own slow beat entry, never on the dispatch tick."""
     now = now or timezone.now()
     interval = settings.HYDRATION_INTERVAL_SECONDS
-    runs_expire()
     missing = FileSystem.objects.filter(hydration_schedule__isnull=True).values_list("pk", flat=True)
-    Schedule.objects.bulk_create([Schedule(filesystem_id=pk, next_run_at=_first_due(pk, now, interval))
-                                  for pk in missing], ignore_conflicts=True)
-    created = []
-    due = Schedule.objects.filter(next_run_at__lte=now).select_related("filesystem")[:1000]
-    for schedule in due:
-        step = timedelta(seconds=interval)
-        next_at = schedule.next_run_at
-        while next_at <= now:
-            next_at += step
-        # Claim the slot first, so two dispatchers never both trigger it.
-        if not Schedule.objects.filter(pk=schedule.pk, next_run_at=schedule.next_run_at).update(next_run_at=next_at):
-            continue
-        run, was_created = run_trigger(filesystem=schedule.filesystem, trigger=Run.Trigger.SCHEDULE)
-        if was_created:
-            created.append(run.pk)
+    made = Schedule.objects.bulk_create([Schedule(filesystem_id=pk, next_run_at=_first_due(pk, now, interval))
+                                         for pk in missing], ignore_conflicts=True)
+    return len(made)
+
+
+def schedule_ensure(*, filesystem_id: int, now=None) -> None:
+    now = now or timezone.now()
+    Schedule.objects.get_or_create(filesystem_id=filesystem_id, defaults={
+        "next_run_at": _first_due(filesystem_id, now, settings.HYDRATION_INTERVAL_SECONDS)})
+
+
+def schedule_dispatch(*, now=None, batch: int | None = None, max_batches: int | None = None) -> list[int]:
+    """Start the run of every file system whose slot came; returns the runs created.
+
+    Each batch reads only due rows through the index on next_run_at (so a tick costs O(runs due),
+    not O(file systems)), locks them with SKIP LOCKED so a second tick running at the same time
+    takes other rows instead of the same ones, advances them all in one UPDATE and creates the
+    runs in one INSERT."""
+    now = now or timezone.now()
+    batch = batch or settings.HYDRATION_DISPATCH_BATCH
+    max_batches = max_batches or settings.HYDRATION_DISPATCH_MAX_BATCHES
+    runs_expire()
+    created: list[int] = []
+    for _ in range(max_batches):
+        started, claimed = _dispatch_batch(now, batch)
+        created += started
+        if claimed < batch:
+            break
     return created
+
+
+def _next_slot(due_at, now, step: timedelta):
+    missed = (now - due_at) // step + 1  # a slot missed while beat was down is skipped, not replayed
+    return due_at + missed * step
+
+
+def _dispatch_batch(now, batch: int) -> tuple[list[int], int]:
+    """Returns (runs created, schedule rows claimed)."""
+    step = timedelta(seconds=settings.HYDRATION_INTERVAL_SECONDS)
+    with transaction.atomic():
+        due = list(Schedule.objects.filter(next_run_at__lte=now).order_by("next_run_at")
+                   .select_for_update(skip_locked=True).only("pk", "filesystem_id", "next_run_at")[:batch])
+        if not due:
+            return [], 0
+        for schedule in due:
+            schedule.next_run_at = _next_slot(schedule.next_run_at, now, step)
+        Schedule.objects.bulk_update(due, ["next_run_at"])
+        fs_ids = [schedule.filesystem_id for schedule in due]
+        busy = set(Run.objects.filter(filesystem_id__in=fs_ids, status__in=Run.ACTIVE)
+                   .values_list("filesystem_id", flat=True))
+        runs = _runs_create([pk for pk in fs_ids if pk not in busy], now)
+        run_ids = [run.pk for run in runs]
+        transaction.on_commit(lambda: _enqueue_runs(run_ids))
+    return run_ids, len(due)
+
+
+def _enqueue_runs(run_ids: list[int]) -> None:
+    # One broker hiccup must not leave the rest of the batch unqueued; a run never delivered
+    # loses its lease and is marked interrupted, and its next slot starts it again.
+    for pk in run_ids:
+        queue.enqueue_or_log("hydration.tasks.hydrate", pk)
+
+
+def _runs_create(fs_ids: list[int], now) -> list[Run]:
+    lease_until = now + _lease()
+    try:
+        with transaction.atomic():  # a savepoint: a clash rolls back only the INSERT
+            return Run.objects.bulk_create([
+                Run(filesystem_id=pk, trigger=Run.Trigger.SCHEDULE, status=Status.QUEUED,
+                    stage="Waiting for a worker", lease_until=lease_until) for pk in fs_ids])
+    except IntegrityError:
+        # Someone pressed "Run now" on one of them in between: start the others one by one.
+        runs = []
+        for pk in fs_ids:
+            try:
+                with transaction.atomic():
+                    runs.append(Run.objects.create(filesystem_id=pk, trigger=Run.Trigger.SCHEDULE,
+                                                   status=Status.QUEUED, stage="Waiting for a worker",
+                                                   lease_until=lease_until))
+            except IntegrityError:
+                continue
+        return runs

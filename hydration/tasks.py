@@ -5,7 +5,12 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
+from router.budgets import BudgetExhausted
+
 from . import services
+
+# A run waiting for provider budget is queued again this many times before it gives up.
+BUDGET_RETRIES = 100
 
 # Below the run lease (HYDRATION_RUN_LEASE_SECONDS, 30 min by default): a run is killed before
 # another trigger may consider its worker gone.
@@ -16,7 +21,10 @@ RUN_TIME_LIMIT = 1500
              max_retries=3, retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
 def hydrate(self, run_id: int) -> str:
     # The task id goes into the run's lease: redelivered after its worker died, the same id takes over.
-    run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
+    try:
+        run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
+    except BudgetExhausted as exc:
+        raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
     return run.status if run else "skipped"
 
 
@@ -29,3 +37,8 @@ def recover() -> int:
 def dispatch_due() -> int:
     services.runs_enqueue_retry()
     return len(services.schedule_dispatch())
+
+
+@shared_task(name="hydration.tasks.schedules_backfill", acks_late=True, time_limit=600, soft_time_limit=540)
+def schedules_backfill() -> int:
+    return services.schedules_backfill()

@@ -265,6 +265,20 @@ ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE
 # Samples the guardrail job sends to the judge route per run, per rollout.
 ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
+# The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
+ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS", 30))
+# Provider budgets (router.budgets), shared by all workers through Redis: requests and tokens
+# per minute per provider (by host name, else provider kind; "default" for the rest). Generous
+# defaults; set a provider's to its account's real limits. The offline provider is unlimited.
+ROUTER_PROVIDER_BUDGETS: dict[str, dict[str, int]] = {
+    "default": {"rpm": int(os.environ.get("ROUTER_DEFAULT_RPM", 4000)),
+                "tpm": int(os.environ.get("ROUTER_DEFAULT_TPM", 2_000_000))},
+}
+# Calls in flight per route (0 or absent: no limit), and when a killed worker's slot frees itself.
+ROUTER_ROUTE_CONCURRENCY: dict[str, int] = {}
+ROUTER_ROUTE_SLOT_EXPIRY_SECONDS = int(os.environ.get("ROUTER_ROUTE_SLOT_EXPIRY_SECONDS", 600))
+# An interactive call (agent, validator) waits this long for budget, then fails with a ModelError.
+ROUTER_BUDGET_INTERACTIVE_WAIT_SECONDS = float(os.environ.get("ROUTER_BUDGET_INTERACTIVE_WAIT_SECONDS", 3))
 
 # memory: default token budgets of a new file system (each file system can change its own).
 # Per file: every file but index.md and master.md. Always loaded: index.md + master.md together.
@@ -323,6 +337,10 @@ HYDRATION_ITEM_MAX_TRIES = int(os.environ.get("HYDRATION_ITEM_MAX_TRIES", 3))
 HYDRATION_HEARTBEAT_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_SECONDS", 10))
 HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 60))
 HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 30))
+# The dispatch tick: rows claimed per transaction, and at most this many batches per tick
+# (1,000 × 50 per minute is far above the ~23 runs/s of 1,000,000 file systems every 12 h).
+HYDRATION_DISPATCH_BATCH = int(os.environ.get("HYDRATION_DISPATCH_BATCH", 1000))
+HYDRATION_DISPATCH_MAX_BATCHES = int(os.environ.get("HYDRATION_DISPATCH_MAX_BATCHES", 50))
 # A run taken over this many times (its worker died each time) is given up; its items stay for the next run.
 HYDRATION_RUN_MAX_ATTEMPTS = int(os.environ.get("HYDRATION_RUN_MAX_ATTEMPTS", 3))
 # Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).

@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from . import routing
+from . import budgets, routing
 from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
 from .providers import anthropic as anthropic_provider
@@ -87,7 +87,12 @@ def complete(
     metadata: dict | None = None,
     assignment: Assignment | None = None,
     prompt: Callable[[str], dict] | None = None,
+    budget_wait: float | None = None,
 ) -> Completion:
+    """`budget_wait`: how long to wait for the provider's budget (router.budgets) before raising
+    BudgetExhausted (a ModelError with retry_after). Interactive callers keep the default (a few
+    seconds, then fail closed); background callers pass 0, or run inside budgets.background(),
+    and queue themselves again."""
     # A caller that neither passed the assignment nor a builder never saw the chosen variant:
     # it built the app's default prompt, and that is what the call records.
     sees_variant = assignment is not None or prompt is not None
@@ -113,6 +118,11 @@ def complete(
         model=OFFLINE_MODEL if provider == "offline" else target.model,
         prompt_variant=variant, user_id=getattr(user, "pk", None), metadata=metadata or {},
     )
+    if provider != "offline":  # nothing is called (or recorded) when there is no budget
+        wait = budgets.default_wait() if budget_wait is None else budget_wait
+        budgets.take_or_wait(target.host or provider, max_wait=wait,
+                             # input tokens: what providers' per-minute token limits mostly count
+                             tokens=estimate_tokens(json.dumps([request.system_text(), messages], default=str)))
     started = time.monotonic()
     reply: ProviderReply | None = None
     error = ""
@@ -120,7 +130,10 @@ def complete(
         call = PROVIDERS.get(provider)
         if call is None:
             raise ModelError(f"Unknown provider {provider!r} for route {route!r}.")
-        reply = call(request, target)
+        with budgets.route_slot(route):
+            reply = call(request, target)
+    except budgets.BudgetExhausted:
+        raise
     except ModelError as exc:
         error = str(exc)
     except Exception as exc:  # a provider bug must still be recorded, then surface as ModelError

@@ -267,7 +267,8 @@ class ModelCall(models.Model):
             models.Index(fields=["route", "created_at"]),
             models.Index(fields=["team", "created_at"]),
             models.Index(fields=["user", "created_at"]),
-            models.Index(fields=["rollout", "arm"]),
+            # The guardrail aggregates: one rollout's arm within a recent window.
+            models.Index(fields=["rollout", "arm", "created_at"]),
         ]
 
     def __str__(self):

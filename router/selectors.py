@@ -6,6 +6,7 @@ from collections import defaultdict
 from datetime import date, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Avg, Count, Max, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -32,9 +33,16 @@ def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(object_type__in=("target", "provider")).select_related("actor")[:limit])
 
 
-def arm_calls(rollout: Rollout) -> dict:
+def guardrail_since(now=None):
+    """The guardrails (and the rollout page, which shows what they saw) only count calls this
+    recent: a rollout left running for months must not make every check scan all its calls.
+    ModelCall's (rollout, arm, created_at) index serves the filter."""
+    return (now or timezone.now()) - timedelta(days=settings.ROUTER_GUARDRAIL_WINDOW_DAYS)
+
+
+def arm_calls(rollout: Rollout, *, now=None) -> dict:
     rows = (
-        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS)
+        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__gte=guardrail_since(now))
         .values("arm")
         .annotate(calls=Count("id"), errors=Count("id", filter=~Q(error="")), users=Count("user", distinct=True),
                   cost=Sum("cost"))
@@ -49,10 +57,11 @@ def arm_calls(rollout: Rollout) -> dict:
     return out
 
 
-def arm_scores(rollout: Rollout) -> dict[str, dict[str, dict]]:
-    """metric -> arm -> {mean, n}."""
+def arm_scores(rollout: Rollout, *, now=None) -> dict[str, dict[str, dict]]:
+    """metric -> arm -> {mean, n}, over the calls of the guardrail window."""
     rows = (
-        CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS)
+        CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS,
+                                 call__created_at__gte=guardrail_since(now))
         .values("metric", "call__arm")
         .annotate(mean=Avg("value"), n=Count("id"))
         .order_by("metric")
@@ -63,10 +72,10 @@ def arm_scores(rollout: Rollout) -> dict[str, dict[str, dict]]:
     return dict(out)
 
 
-def scored_calls(rollout: Rollout, *, arm: str, since=None) -> int:
-    qs = CallScore.objects.filter(call__rollout=rollout, call__arm=arm)
-    if since is not None:
-        qs = qs.filter(call__created_at__gte=since)
+def scored_calls(rollout: Rollout, *, arm: str, since=None, now=None) -> int:
+    floor = guardrail_since(now)
+    since = max(since, floor) if since is not None else floor
+    qs = CallScore.objects.filter(call__rollout=rollout, call__arm=arm, call__created_at__gte=since)
     return qs.values("call").distinct().count()
 
 
@@ -75,14 +84,19 @@ def arm_retention(rollout: Rollout, *, now=None) -> dict[str, dict]:
     `retention_days` ago, the share who made any call `retention_days` or more after it."""
     now = now or timezone.now()
     window = timedelta(days=rollout.retention_days)
+    # A cohort is first seen within the guardrail window before its retention days.
+    since = guardrail_since(now) - window
     out = {}
     for arm in ARMS:
         firsts = dict(
-            ModelCall.objects.filter(rollout=rollout, arm=arm, user__isnull=False, created_at__lte=now - window)
+            ModelCall.objects.filter(rollout=rollout, arm=arm, user__isnull=False,
+                                     created_at__gte=since, created_at__lte=now - window)
             .values("user").annotate(first=Min("created_at")).values_list("user", "first")
         )
+        earliest = min(firsts.values(), default=now)
         lasts = dict(
-            ModelCall.objects.filter(user_id__in=list(firsts), created_at__lte=now)
+            ModelCall.objects.filter(user_id__in=list(firsts), created_at__gte=earliest + window,
+                                     created_at__lte=now)
             .values("user").annotate(last=Max("created_at")).values_list("user", "last")
         ) if firsts else {}
         retained = sum(1 for user, first in firsts.items() if lasts.get(user) and lasts[user] >= first + window)

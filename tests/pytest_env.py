@@ -41,6 +41,9 @@ os.environ["CELERY_QUEUE"] = f"lindy-test-{CHECKOUT}-{WORKER}"
 os.environ["LINDY_CACHE_PREFIX"] = f"test-{CHECKOUT}-{WORKER}"
 os.environ.setdefault("LINDY_MODEL_OFFLINE", "1")
 os.environ["LINDY_FAST_PASSWORD_HASHER"] = "1"
+# No provider budgets unless a test sets one (tests/router/test_budgets.py): the fake providers'
+# calls of a whole run must not drain a bucket other tests then wait on.
+os.environ["ROUTER_DEFAULT_RPM"] = "0"
 # Persistent connections outlive a test and block dropping the test database.
 os.environ["DB_CONN_MAX_AGE"] = "0"
 os.environ.pop("ANTHROPIC_API_KEY", None)

@@ -35,6 +35,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .. import gateway, routing
+from ..budgets import BudgetExhausted
 from ..models import EvalResult, EvalRun, PromptVariant, Route, Target
 from ..types import Completion, ModelError
 
@@ -259,9 +260,12 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
                 route=run.route.name, assignment=assignment, system=request.get("system", ""),
                 messages=request["messages"], tools=request.get("tools"), tool_choice=request.get("tool_choice"),
                 max_tokens=request.get("max_tokens"), metadata={"eval_run": run.pk, "eval_case": case["id"]},
+                budget_wait=0,  # background: the task queues itself again rather than wait or meet 429s
             )
             passed, score, expected, got, detail = score_case(case, completion, run.route.name)
             call_id, cost, provider = completion.call_id, completion.cost, completion.provider
+        except BudgetExhausted:
+            raise  # not the case's fault: the run resumes from this case after the countdown
         except ModelError as exc:
             passed, score, got, detail, cost, provider, error = False, 0.0, "error", str(exc)[:500], Decimal("0"), "", True
             expected = str(case["expected"].get("outcome", "rule"))

@@ -32,8 +32,8 @@ logger = logging.getLogger(__name__)
 def evaluate(rollout: Rollout, now=None) -> dict:
     """What the guardrails say about a rollout now: problems (roll back), pending (hold) or ready."""
     now = now or timezone.now()
-    calls = selectors.arm_calls(rollout)
-    metric_stats = selectors.arm_scores(rollout)
+    calls = selectors.arm_calls(rollout, now=now)
+    metric_stats = selectors.arm_scores(rollout, now=now)
     retention = selectors.arm_retention(rollout, now=now)
     problems: list[str] = []
     pending: list[str] = []
@@ -79,7 +79,7 @@ def evaluate(rollout: Rollout, now=None) -> dict:
         if in_stage < timedelta(hours=stage["min_hours"]):
             hours = in_stage.total_seconds() / 3600
             pending.append(f"stage at {rollout.percent}% has run {hours:.1f} h of its {stage['min_hours']:g} h minimum")
-    stage_samples = selectors.scored_calls(rollout, arm="candidate", since=rollout.stage_started_at)
+    stage_samples = selectors.scored_calls(rollout, arm="candidate", since=rollout.stage_started_at, now=now)
     if stage_samples < stage["min_samples"]:
         pending.append(f"{stage_samples} scored candidate calls in this stage, {stage['min_samples']} needed")
 

@@ -211,7 +211,7 @@ def test_manage_py_hydrate_prints_the_summary(cast):
 def test_schedule_spreads_runs_and_never_doubles(cast, enqueued):
     assert "hydration.dispatch_due" in {e.name for e in schedules.registered()}
     now = timezone.now()
-    assert services.schedule_dispatch(now=now) == []  # first sight: every file system gets its slot
+    assert services.schedule_dispatch(now=now) == []  # every file system got its slot when created
     slots = list(Schedule.objects.values_list("next_run_at", flat=True))
     assert len(slots) == FileSystem.objects.count()
     interval = timedelta(hours=12)

@@ -272,3 +272,35 @@ def test_route_page_says_which_variants_the_eval_set_builds(cast):
     validator = client.get("/router/routes/validator/").content.decode()
     # The validator builds its own requests and names its prompt variants.
     assert "<code>checklist</code>, <code>default</code>, <code>terse</code>" in validator
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not __import__("django.conf").conf.settings.REDIS_URL, reason="needs Redis")
+def test_an_eval_run_out_of_provider_budget_stops_and_resumes_without_repeating(monkeypatch, settings):
+    """Background work does not wait for budget: the run stops at the case the budget refused (the
+    task queues it again with a countdown) and the next attempt resumes from there."""
+    import uuid
+
+    from router import budgets
+
+    def model(recorded):
+        call = {"id": "call_1", "type": "function", "function": {"name": "record_verdict", "arguments": json.dumps(
+            {"approved": False, "reasoning": "r", "confidence": "high", "suggestedNextStep": None})}}
+        return Reply(200, completion({"content": None, "tool_calls": [call]}))
+
+    settings.CACHE_KEY_PREFIX = f"eval-budget-{uuid.uuid4().hex[:8]}"
+    with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
+        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
+        fake.default("POST", PATH, model)
+        target = cheap_target(base_url=fake.base_url)
+        settings.ROUTER_PROVIDER_BUDGETS = {target.host.name: {"rpm": 5, "tpm": 10_000_000}}
+        run = services.eval_run_create(route=Route.objects.get(name="validator"), target=target)
+        with pytest.raises(budgets.BudgetExhausted) as raised:
+            services.eval_run_execute(run_id=run.pk)
+        assert raised.value.retry_after > 0
+        assert len(fake.chat_requests) == 5 and run.results.filter(got="error").count() == 0
+        settings.ROUTER_PROVIDER_BUDGETS = {target.host.name: {"rpm": 1000, "tpm": 10_000_000}}
+        settings.CACHE_KEY_PREFIX = f"eval-budget-{uuid.uuid4().hex[:8]}"
+        run = services.eval_run_execute(run_id=run.pk)
+    assert (run.status, run.completed, run.errors) == ("done", CASES, 0)
+    assert len(fake.chat_requests) == model_cases()  # nothing asked twice

@@ -344,3 +344,30 @@ def test_a_stale_decision_never_ramps_twice(rollout, monkeypatch):
     assert [e.kind for e in rollout.events.all()] == ["started", "ramped"]
     with pytest.raises(ValidationError, match="changed stage"):
         services.rollout_ramp(rollout=rollout, reason="stale", from_stage=0)
+
+
+def test_the_aggregates_only_count_calls_inside_the_window(rollout, settings, django_assert_max_num_queries):
+    """A rollout left running for months: old calls neither sway the verdict nor get scanned."""
+    from django.db.models import F
+
+    from router import selectors
+    from router.models import ModelCall
+
+    settings.ROUTER_GUARDRAIL_WINDOW_DAYS = 30
+    _scored_calls(rollout, "candidate", [0.1] * 12)  # terrible, but long ago
+    ModelCall.objects.filter(rollout=rollout).update(created_at=F("created_at") - timedelta(days=31))
+    _age_stage(rollout, hours=1)  # (moves the old calls one hour further back too)
+    _scored_calls(rollout, "baseline", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.8] * 12)
+    calls = selectors.arm_calls(rollout)
+    assert calls["candidate"]["calls"] == 12 == calls["baseline"]["calls"]
+    assert selectors.arm_scores(rollout)["judge.quality"]["candidate"] == {"mean": pytest.approx(0.8), "n": 12}
+    with django_assert_max_num_queries(12):
+        result = services.guardrails.evaluate(rollout)
+    assert not result["problems"]
+    # With a window wide enough to reach them, the same old calls would roll it back.
+    settings.ROUTER_GUARDRAIL_WINDOW_DAYS = 60
+    assert services.guardrails.evaluate(rollout)["problems"]
+    # The window filter (rollout, arm, created_at) has an index of exactly that shape.
+    assert any(index.fields == ["rollout", "arm", "created_at"] for index in ModelCall._meta.indexes)
+
