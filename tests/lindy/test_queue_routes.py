@@ -31,6 +31,7 @@ EXPECTED = {
     "hydration.tasks.dispatch_due": None,
     # A sweep: it only re-queues a dead worker's run, so it must not wait behind hydration itself.
     "hydration.tasks.recover": None,
+    "hydration.tasks.schedules_backfill": None,
     "channels_app.tasks.attachment_store": None,
     "channels_app.tasks.ratio_alerts_check": None,
 }
