@@ -138,7 +138,7 @@ def verify(
 
     `files` maps each path to its content. Only index.md and master.md are read for links;
     a file's content is counted with `count` unless `tokens` already gives its count, so a
-    caller holding counts for every file may pass any placeholder for the other contents.
+    caller holding counts for every file may pass an empty string as the other contents.
     """
     if count is None:
         count = estimate_tokens
