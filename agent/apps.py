@@ -13,6 +13,7 @@ class AgentConfig(AppConfig):
 
         from . import (  # noqa: F401  (offline registers the agent route's offline rules)
             demo,
+            demo_history,
             offline,
             prompts,
             tasks,  # noqa: F401  (registers agent_run, which the runner enqueues by name)
@@ -25,3 +26,5 @@ class AgentConfig(AppConfig):
 
         runner.register(ActionRunner())
         core_demo.register_seeder(20, demo.seed)
+        # Last: it needs the router's targets (30) and leaves its tasks for the next hydration (90).
+        core_demo.register_seeder(95, demo_history.seed)
