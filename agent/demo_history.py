@@ -102,36 +102,31 @@ def day_scripts(day: int) -> list[Script]:
     return scripts
 
 
-def _at(day_start: datetime, hour: int) -> datetime:
-    return day_start + timedelta(hours=hour)
-
-
 def seed(ctx) -> None:
     route = Route.objects.get(name=ROUTE)
     if route.rollouts.exists():
         return
     ops = ctx.users["ops@lindy.test"]
     candidate = Target.objects.get(name=CANDIDATE)
-    first_day = timezone.make_aware(datetime.combine(timezone.localdate() - timedelta(days=DAYS), time(8)))
+    first = timezone.make_aware(datetime.combine(timezone.localdate() - timedelta(days=DAYS), time(0)))
     # Every call of the rollout is sampled for the online judge: two weeks of a small team are
     # few calls (production sets ROUTER_ONLINE_EVAL_SAMPLE_RATE for its own volume).
-    with time_machine.travel(first_day, tick=False) as clock, override_settings(ROUTER_ONLINE_EVAL_SAMPLE_RATE=1.0):
+    with time_machine.travel(first + timedelta(hours=8), tick=False) as clock, \
+            override_settings(ROUTER_ONLINE_EVAL_SAMPLE_RATE=1.0):
         # Offline evidence first: the baseline's prompt and target, then the candidate pair.
         for target, variant in ((route.baseline, route.baseline_variant), (candidate, CANDIDATE_VARIANT)):
             run = evals.eval_run_create(route=route, target=target, variant=variant, actor=ops)
             evals.eval_run_execute(run_id=run.pk)
-        clock.move_to(_at(first_day, 1))
+        clock.move_to(first + timedelta(hours=8, minutes=30))
         router_services.rollout_start(route=route, candidate=candidate, candidate_variant=CANDIDATE_VARIANT,
                                       stages=STAGES, actor=ops, min_scored_calls=MIN_SCORED_CALLS)
         for day in range(DAYS):
-            day_start = first_day + timedelta(days=day) - timedelta(hours=8)
-            if day_start.weekday() >= 5:  # nobody works on weekends; the beat job still runs
-                scripts: list[Script] = []
-            else:
-                scripts = day_scripts(day)
+            midnight = first + timedelta(days=day)
+            # Nobody works on weekends; the beat job still runs.
+            scripts = day_scripts(day) if midnight.weekday() < 5 else []
             for hour, script in zip(REQUEST_HOURS, scripts, strict=False):
-                clock.move_to(_at(day_start, hour))
+                clock.move_to(midnight + timedelta(hours=hour))
                 run_script(ctx, script)
             for hour in GUARDRAIL_HOURS:
-                clock.move_to(_at(day_start, hour))
+                clock.move_to(midnight + timedelta(hours=hour))
                 router_services.guardrails_check_all()
