@@ -191,8 +191,12 @@ def test_the_router_refuses_what_the_owner_cannot_build(cast):
 
 def test_a_route_no_app_owns_builds_nothing():
     orphan = Route.objects.create(name="learner.judge", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))
+    PromptVariant.objects.create(route=orphan, name="default")
+    with pytest.raises(ValidationError, match="No app owns route 'learner.judge'"):
+        services.rollout_start(route=orphan, candidate=cheap_target())
     with pytest.raises(ValidationError, match="No app owns route 'learner.judge'"):
         variants.check(orphan.name, "default")
+    assert not Rollout.objects.exists()
 
 
 def test_builders_refuse_an_unknown_variant(cast):
