@@ -249,8 +249,13 @@ class OutboundMessage(models.Model):
 
     class Status(models.TextChoices):
         SENT = "sent", "Sent"
-        REFUSED = "refused", "Refused (user never texted in)"
+        REFUSED = "refused", "Refused"
         FAILED = "failed", "Failed"
+
+    class Refusal(models.TextChoices):
+        NONE = "", "None"
+        NEVER_TEXTED = "never_texted", "The user never texted in"
+        OPTED_OUT = "opted_out", "The user opted out of this channel"
 
     class Fallback(models.TextChoices):
         NONE = "", "None"
@@ -266,6 +271,11 @@ class OutboundMessage(models.Model):
     channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices)
     fallback_reason = models.CharField(max_length=20, choices=Fallback.choices, blank=True)
+    refusal = models.CharField(max_length=20, choices=Refusal.choices, blank=True,
+                               help_text="Why the send was refused (status refused).")
+    consent_notice = models.BooleanField(
+        default=False, help_text="The one confirmation of an opt-out or opt-in: sent whatever the opt-out state."
+    )
     provider_id = models.CharField(max_length=100, blank=True)
     body = models.TextField()
     error = models.TextField(blank=True)
@@ -339,3 +349,37 @@ class WebhookEvent(models.Model):
 
     def __str__(self):
         return f"{self.source}:{self.event_id}"
+
+
+class OptOut(models.Model):
+    """A phone that texted STOP (or STOPALL, UNSUBSCRIBE...) to one of our channels: nothing is
+    sent to it on that channel, agent replies included, until it texts START. One row per episode,
+    so support sees who opted out and when, and when they came back."""
+
+    phone = models.CharField(max_length=20)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    profile = models.ForeignKey(TextingProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="opt_outs")
+    number = models.ForeignKey(SendingNumber, null=True, blank=True, on_delete=models.SET_NULL, related_name="opt_outs",
+                               help_text="The line the keyword was texted to: the confirmations go from it.")
+    keyword = models.CharField(max_length=20)
+    opted_out_at = models.DateTimeField(default=timezone.now)
+    opted_in_at = models.DateTimeField(null=True, blank=True)
+    opt_in_keyword = models.CharField(max_length=20, blank=True)
+    # The one confirmation each way: claimed before it is sent, so a retried task never sends two.
+    out_confirmed_at = models.DateTimeField(null=True, blank=True)
+    in_confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-opted_out_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["phone", "channel"], condition=models.Q(opted_in_at__isnull=True),
+                                    name="one_open_opt_out_per_channel"),
+        ]
+        indexes = [models.Index(fields=["opted_out_at"])]
+
+    def __str__(self):
+        return f"{self.phone} opted out of {self.channel}"
+
+    @property
+    def active(self) -> bool:
+        return self.opted_in_at is None

@@ -49,6 +49,16 @@ def attachment_store(self, attachment_id: int):
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1)) from exc
 
 
+@shared_task(name=queue.CONSENT_CONFIRM, bind=True, acks_late=True, max_retries=5, time_limit=60,
+             soft_time_limit=50)
+def consent_confirm(self, opt_out_id: int, direction: str):
+    # The service claims the confirmation first and gives the claim back when the send failed.
+    try:
+        return services.consent_confirm(opt_out_id=opt_out_id, direction=direction)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 10, 600)) from exc
+
+
 @shared_task(name=queue.RATIO_ALERTS_CHECK, acks_late=True, time_limit=120, soft_time_limit=100)
 def ratio_alerts_check():
     return [alert.pk for alert in services.ratio_alerts_check()]

@@ -9,6 +9,7 @@ import re
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
@@ -257,3 +258,15 @@ def channel_health(request):
         "critical": settings.CHANNELS_RATIO_CRITICAL,
     }
     return render(request, "channels_app/health.html", context)
+
+
+OPT_OUTS_PAGE_SIZE = 50
+
+
+@login_required
+@require_GET
+def opt_outs(request):
+    """Support staff: who texted STOP (or START again) on which channel, and when."""
+    _require(permissions.can_view_channel_health(request.user), "No such page.")
+    page = Paginator(selectors.opt_outs(), OPT_OUTS_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "channels_app/opt_outs.html", {"page": page})

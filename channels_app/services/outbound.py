@@ -10,9 +10,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from ..models import Channel, Conversation, OutboundMessage, SendingNumber, TextingProfile
+from ..models import Channel, Conversation, OptOut, OutboundMessage, SendingNumber, TextingProfile
 from ..providers import linq, sms
 from . import pool
+from .gate import opt_out_for
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +109,14 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
     profile = TextingProfile.objects.select_related("number", "sms_number").filter(user=user).first()
     if profile is None or profile.first_texted_at is None:
         reason = "The user has never texted in; the assistant does not start conversations."
-        outbound = _record(user=user, profile=profile, status=OutboundMessage.Status.REFUSED, body=body, error=reason)
+        outbound = _record(user=user, profile=profile, status=OutboundMessage.Status.REFUSED, body=body, error=reason,
+                           refusal=OutboundMessage.Refusal.NEVER_TEXTED)
         return _result(outbound, reason)
+    # An opt-out of the channel asked for ends the send: falling back to the other channel would
+    # text someone who just said STOP to us.
+    opted_out = opt_out_for(phone=profile.phone, channel=channel or Channel.IMESSAGE)
+    if opted_out is not None:
+        return _result(_refuse_opted_out(user=user, profile=profile, opt_out=opted_out, body=body))
 
     typing_stop(profile=profile)
     error = ""
@@ -140,7 +147,21 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
     return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error))
 
 
+def _refuse_opted_out(*, user, profile: TextingProfile, opt_out: OptOut, body: str) -> OutboundMessage:
+    label = Channel(opt_out.channel).label
+    reason = (
+        f"Not sent: the user opted out of {label} (texted {opt_out.keyword} on "
+        f"{timezone.localtime(opt_out.opted_out_at):%Y-%m-%d %H:%M}). Nothing is sent to them on {label} "
+        "until they text START."
+    )
+    return _record(user=user, profile=profile, channel=opt_out.channel, status=OutboundMessage.Status.REFUSED,
+                   refusal=OutboundMessage.Refusal.OPTED_OUT, body=body, error=reason)
+
+
 def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "") -> OutboundMessage:
+    opted_out = opt_out_for(phone=profile.phone, channel=Channel.SMS)
+    if opted_out is not None:
+        return _refuse_opted_out(user=user, profile=profile, opt_out=opted_out, body=body)
     line = _sms_line(profile)
     if line is None or not pool.cap_reserve(number=line):
         if line is not None:
@@ -176,3 +197,26 @@ def imessage_failed(*, provider_id: str, reason: str) -> OutboundMessage | None:
     pool.stat_add(number=outbound.number, field="fallbacks")
     return _send_sms(user=outbound.user, profile=outbound.profile, number=outbound.number, body=outbound.body,
                      fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason)
+
+
+def consent_notice_send(*, profile: TextingProfile, number: SendingNumber | None, channel: str, body: str) -> OutboundMessage:
+    """The one confirmation of an opt-out or opt-in, from the line the keyword was texted to. It
+    goes whatever the opt-out state (that is its point) and is recorded like any send. Raises
+    LinqError or SmsError when the provider refused it (recorded as failed first)."""
+    user = profile.user
+    line = number if number is not None and number.active else (
+        profile.number if channel == Channel.IMESSAGE else _sms_line(profile)
+    )
+    record = {"user": user, "profile": profile, "number": line, "channel": channel, "body": body, "consent_notice": True}
+    try:
+        if line is None:
+            raise sms.SmsError("No line to send the confirmation from.")
+        if line.kind == Channel.IMESSAGE:
+            provider_id = _try_imessage(profile, line, body)
+        else:
+            provider_id = sms.send(from_phone=line.phone, to_phone=profile.phone, body=body)
+    except (linq.LinqError, sms.SmsError) as exc:
+        _record(**record, status=OutboundMessage.Status.FAILED, error=str(exc))
+        raise
+    pool.stat_add(number=line, field="sent")
+    return _record(**record, status=OutboundMessage.Status.SENT, provider_id=provider_id)

@@ -33,6 +33,7 @@ CASES = [
     Case("channels/texting/", "GET", "/channels/texting/", WORKSPACE),
     Case("channels/texting/lindy.vcf", "GET", member_texting, page(404, member=200)),
     Case("channels/health/", "GET", "/channels/health/", HEALTH),
+    Case("channels/health/opt-outs/", "GET", "/channels/health/opt-outs/", HEALTH),
     # Unsigned provider webhooks: refused for everyone (secrets unset in tests reject all requests).
     Case("channels/imessage/webhook", "POST", "/channels/imessage/webhook", everyone(401), body={"event_type": "message.received"}),
     Case("channels/sms/webhook", "POST", "/channels/sms/webhook", everyone(403), body={"Body": "hi"}, json=False),
