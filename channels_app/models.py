@@ -256,6 +256,7 @@ class OutboundMessage(models.Model):
         NONE = "", "None"
         NEVER_TEXTED = "never_texted", "The user never texted in"
         OPTED_OUT = "opted_out", "The user opted out of this channel"
+        LINE_CRITICAL = "line_critical", "The line is over its critical ratio (unprompted send)"
 
     class Fallback(models.TextChoices):
         NONE = "", "None"

@@ -316,6 +316,9 @@ CHANNELS_DEBOUNCE_SECONDS = float(os.environ.get("CHANNELS_DEBOUNCE_SECONDS", 3)
 CHANNELS_DISPATCH_LEASE_SECONDS = int(os.environ.get("CHANNELS_DISPATCH_LEASE_SECONDS", 600))
 CHANNELS_RATIO_WARN = float(os.environ.get("CHANNELS_RATIO_WARN", 2))
 CHANNELS_RATIO_CRITICAL = float(os.environ.get("CHANNELS_RATIO_CRITICAL", 10))
+# A send within this many seconds of the user's last text is a reply: it goes even from a line over
+# the critical ratio (channels_app.services.gate); anything later is unprompted.
+CHANNELS_REPLY_WINDOW_SECONDS = int(os.environ.get("CHANNELS_REPLY_WINDOW_SECONDS", 1800))
 CHANNELS_CAPABILITY_TTL_DAYS = int(os.environ.get("CHANNELS_CAPABILITY_TTL_DAYS", 7))
 CHANNELS_MEDIA_ROOT = Path(os.environ.get("CHANNELS_MEDIA_ROOT", VAR_DIR / "media" / "channels"))
 CHANNELS_MAX_ATTACHMENT_BYTES = int(os.environ.get("CHANNELS_MAX_ATTACHMENT_BYTES", 20 * 1024 * 1024))

@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='outboundmessage',
             name='refusal',
-            field=models.CharField(blank=True, choices=[('', 'None'), ('never_texted', 'The user never texted in'), ('opted_out', 'The user opted out of this channel')], help_text='Why the send was refused (status refused).', max_length=20),
+            field=models.CharField(blank=True, choices=[('', 'None'), ('never_texted', 'The user never texted in'), ('opted_out', 'The user opted out of this channel'), ('line_critical', 'The line is over its critical ratio (unprompted send)')], help_text='Why the send was refused (status refused).', max_length=20),
         ),
         migrations.AlterField(
             model_name='outboundmessage',

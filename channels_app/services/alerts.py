@@ -9,6 +9,8 @@ from django.conf import settings
 from ..models import NumberDay, RatioAlert
 from . import pool
 
+CRITICAL, WARN = RatioAlert.Level.CRITICAL, RatioAlert.Level.WARN
+
 
 def thresholds() -> list[tuple[str, float]]:
     return [
@@ -26,10 +28,17 @@ def ratio_alerts_check(*, day: date | None = None) -> list[RatioAlert]:
         for level, threshold in thresholds():
             if ratio <= threshold:
                 continue
-            alert, created = RatioAlert.objects.get_or_create(
-                number=row.number, day=day, level=level,
-                defaults={"ratio": ratio, "sent": row.sent, "received": row.received, "threshold": threshold},
-            )
-            if created:
+            alert = ratio_alert_raise(row=row, level=level)
+            if alert is not None:
                 raised.append(alert)
     return raised
+
+
+def ratio_alert_raise(*, row: NumberDay, level: str) -> RatioAlert | None:
+    """Raise the line's alert for the day at `level`; None when it was raised already."""
+    threshold = dict(thresholds())[level]
+    alert, created = RatioAlert.objects.get_or_create(
+        number_id=row.number_id, day=row.day, level=level,
+        defaults={"ratio": row.ratio, "sent": row.sent, "received": row.received, "threshold": threshold},
+    )
+    return alert if created else None

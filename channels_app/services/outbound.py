@@ -10,10 +10,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from ..models import Channel, Conversation, OptOut, OutboundMessage, SendingNumber, TextingProfile
+from ..models import Channel, Conversation, OutboundMessage, SendingNumber, TextingProfile
 from ..providers import linq, sms
-from . import pool
-from .gate import opt_out_for
+from . import gate, pool
 
 logger = logging.getLogger(__name__)
 
@@ -114,21 +113,26 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
         return _result(outbound, reason)
     # An opt-out of the channel asked for ends the send: falling back to the other channel would
     # text someone who just said STOP to us.
-    opted_out = opt_out_for(phone=profile.phone, channel=channel or Channel.IMESSAGE)
+    opted_out = gate.opt_out_for(phone=profile.phone, channel=channel or Channel.IMESSAGE)
     if opted_out is not None:
-        return _result(_refuse_opted_out(user=user, profile=profile, opt_out=opted_out, body=body))
+        return _result(_refuse(user=user, profile=profile, channel=opted_out.channel, body=body, verdict=gate.Verdict(
+            allowed=False, refusal=OutboundMessage.Refusal.OPTED_OUT, reason=gate.opted_out_reason(opted_out))))
 
     typing_stop(profile=profile)
+    reply = gate.is_reply(profile)
     error = ""
     number = profile.number if profile.number is not None and profile.number.kind == Channel.IMESSAGE else None
+    verdict = None
     if channel == Channel.SMS:
         fallback = OutboundMessage.Fallback.REQUESTED
     elif number is None or not number.active:
         fallback = OutboundMessage.Fallback.NOT_IMESSAGE
     elif _capable_of_imessage(profile) is False:
         fallback = OutboundMessage.Fallback.NOT_IMESSAGE
-    elif not pool.cap_reserve(number=number):
-        pool.stat_add(number=number, field="capped")
+    elif (verdict := gate.send_check(profile=profile, number=number, channel=Channel.IMESSAGE, reply=reply)).refusal:
+        return _result(_refuse(user=user, profile=profile, channel=Channel.IMESSAGE, number=number, body=body,
+                               verdict=verdict))
+    elif verdict.capped:
         fallback = OutboundMessage.Fallback.CAP
     else:
         try:
@@ -144,28 +148,25 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
             return _result(outbound)
     if fallback != OutboundMessage.Fallback.REQUESTED:
         pool.stat_add(number=number, field="fallbacks")
-    return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error))
+    return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error,
+                             reply=reply))
 
 
-def _refuse_opted_out(*, user, profile: TextingProfile, opt_out: OptOut, body: str) -> OutboundMessage:
-    label = Channel(opt_out.channel).label
-    reason = (
-        f"Not sent: the user opted out of {label} (texted {opt_out.keyword} on "
-        f"{timezone.localtime(opt_out.opted_out_at):%Y-%m-%d %H:%M}). Nothing is sent to them on {label} "
-        "until they text START."
-    )
-    return _record(user=user, profile=profile, channel=opt_out.channel, status=OutboundMessage.Status.REFUSED,
-                   refusal=OutboundMessage.Refusal.OPTED_OUT, body=body, error=reason)
+def _refuse(*, user, profile: TextingProfile, channel: str, body: str, verdict: gate.Verdict,
+            number: SendingNumber | None = None, fallback: str = "") -> OutboundMessage:
+    """The gate said no: recorded, with the reason the agent is told."""
+    return _record(user=user, profile=profile, number=number, channel=channel, status=OutboundMessage.Status.REFUSED,
+                   refusal=verdict.refusal, fallback_reason=fallback, body=body, error=verdict.reason)
 
 
-def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "") -> OutboundMessage:
-    opted_out = opt_out_for(phone=profile.phone, channel=Channel.SMS)
-    if opted_out is not None:
-        return _refuse_opted_out(user=user, profile=profile, opt_out=opted_out, body=body)
+def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "",
+              reply: bool) -> OutboundMessage:
     line = _sms_line(profile)
-    if line is None or not pool.cap_reserve(number=line):
-        if line is not None:
-            pool.stat_add(number=line, field="capped")
+    verdict = gate.send_check(profile=profile, number=line, channel=Channel.SMS, reply=reply) if line else None
+    if verdict is not None and verdict.refusal:
+        return _refuse(user=user, profile=profile, channel=Channel.SMS, number=line, body=body, verdict=verdict,
+                       fallback=fallback)
+    if line is None or verdict is None or not verdict.allowed:
         reason = "No SMS line has capacity left today."
         return _record(user=user, profile=profile, number=line or number, channel=Channel.SMS,
                        status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
@@ -196,7 +197,8 @@ def imessage_failed(*, provider_id: str, reason: str) -> OutboundMessage | None:
         return None
     pool.stat_add(number=outbound.number, field="fallbacks")
     return _send_sms(user=outbound.user, profile=outbound.profile, number=outbound.number, body=outbound.body,
-                     fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason)
+                     fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason,
+                     reply=gate.is_reply(outbound.profile))
 
 
 def consent_notice_send(*, profile: TextingProfile, number: SendingNumber | None, channel: str, body: str) -> OutboundMessage:
