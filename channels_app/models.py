@@ -315,6 +315,9 @@ def ratio_of(sent: int, received: int) -> float:
 
 
 class RatioAlert(models.Model):
+    """One per line and day: raised at a warning and escalated to critical (never lowered),
+    delivered to support by email and Slack once per level, acknowledged by support."""
+
     class Level(models.TextChoices):
         WARN = "warn", "Warning"
         CRITICAL = "critical", "Critical"
@@ -327,11 +330,17 @@ class RatioAlert(models.Model):
     received = models.PositiveIntegerField()
     threshold = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now)
+    escalated_at = models.DateTimeField(null=True, blank=True)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    # The level each way of telling people has delivered: a level is told once on each.
+    emailed_level = models.CharField(max_length=10, choices=Level.choices, blank=True)
+    slacked_level = models.CharField(max_length=10, choices=Level.choices, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.UniqueConstraint(fields=["number", "day", "level"], name="one_alert_per_level_day")]
+        constraints = [models.UniqueConstraint(fields=["number", "day"], name="one_alert_per_line_day")]
 
     def __str__(self):
         return f"{self.level} {self.number_id} {self.day}"

@@ -121,7 +121,7 @@ def numbers_over_threshold(*, days: int = 7) -> list[dict]:
 
 
 def recent_alerts(limit: int = 20) -> QuerySet[RatioAlert]:
-    return RatioAlert.objects.select_related("number").order_by("-created_at")[:limit]
+    return RatioAlert.objects.select_related("number", "acknowledged_by").order_by("-created_at")[:limit]
 
 
 def opt_outs() -> QuerySet[OptOut]:

@@ -64,6 +64,16 @@ def ratio_alerts_check():
     return [alert.pk for alert in services.ratio_alerts_check()]
 
 
+@shared_task(name=queue.RATIO_ALERT_NOTIFY, bind=True, acks_late=True, max_retries=5, time_limit=60,
+             soft_time_limit=50)
+def ratio_alert_notify(self, alert_id: int):
+    # Each way of telling (email, Slack) is claimed per level: a retry sends only what failed.
+    try:
+        return services.ratio_alert_notify(alert_id=alert_id)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 30, 900)) from exc
+
+
 @worker_ready.connect
 def _recover_on_start(sender=None, **kwargs):
     """A worker that died held its countdown tasks unacknowledged until the broker's visibility

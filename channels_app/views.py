@@ -19,7 +19,7 @@ from lindy import json_input
 from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
-from .models import SlackChannel, SlackChannelShare
+from .models import RatioAlert, SlackChannel, SlackChannelShare
 from .providers import linq, sms
 from .slack_stores import callback_state, install_started_by
 
@@ -270,3 +270,18 @@ def opt_outs(request):
     _require(permissions.can_view_channel_health(request.user), "No such page.")
     page = Paginator(selectors.opt_outs(), OPT_OUTS_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "channels_app/opt_outs.html", {"page": page})
+
+
+@login_required
+@require_POST
+def alert_acknowledge(request, alert_id: int):
+    """Support staff: I have seen this alert (an escalation asks again)."""
+    _require(permissions.can_view_channel_health(request.user), "No such page.")
+    alert = permissions.get_visible_or_404(
+        RatioAlert.objects.select_related("number", "acknowledged_by"), pk=alert_id
+    )
+    services.ratio_alert_acknowledge(alert=alert, user=request.user)
+    if request.htmx:
+        return render(request, "channels_app/health.html#alert-row", {"alert": alert})
+    messages.success(request, f"Alert on {alert.number.phone} for {alert.day} acknowledged.")
+    return redirect("channel-health")

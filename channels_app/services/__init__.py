@@ -6,7 +6,7 @@ first, debounce window started) → `debounce` (one bundle per pause) → `dispa
 at most once, and recovery of what a dead worker left). Tasks are queued by name (`queue`):
 no service imports channels_app.tasks."""
 
-from .alerts import ratio_alerts_check
+from .alerts import ratio_alert_acknowledge, ratio_alert_notify, ratio_alert_raise, ratio_alerts_check
 from .consent import consent_confirm, consent_keyword_apply
 from .debounce import DebounceOutcome, DebounceStatus, debounce_check, debounce_fire
 from .dispatch import bundle_dispatch, bundle_give_up, debounce_recover
@@ -26,7 +26,8 @@ from .webhooks import inbound_event_store, linq_event_process, twilio_inbound_pr
 
 __all__ = [
     "DebounceOutcome", "DebounceStatus", "attachment_store", "bundle_dispatch", "bundle_give_up", "cap_reserve",
-    "consent_confirm", "consent_keyword_apply", "opt_out_for",
+    "consent_confirm", "consent_keyword_apply", "opt_out_for", "ratio_alert_acknowledge", "ratio_alert_notify",
+    "ratio_alert_raise",
     "debounce_check", "debounce_fire", "debounce_recover", "healthiest_number", "inbound_event_store",
     "inbound_store", "linq_event_process", "phone_normalize", "profile_register", "ratio_alerts_check",
     "slack_channel_joined", "slack_channel_left", "slack_member_joined", "slack_member_left",

@@ -36,6 +36,7 @@ EXPECTED = {
     "channels_app.tasks.ratio_alerts_check": None,
     # One short send: it does not hold up the debounce on the channels queue.
     "channels_app.tasks.consent_confirm": None,
+    "channels_app.tasks.ratio_alert_notify": None,
 }
 
 
