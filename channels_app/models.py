@@ -71,7 +71,8 @@ class SlackChannel(models.Model):
     is_private = models.BooleanField(default=False)
     active = models.BooleanField(default=True)
     use_for_team_memory = models.BooleanField(
-        default=False, help_text="Public channels only: team admins switch this on to feed team memory."
+        default=False,
+        help_text="Public channels only: on from when the assistant is added; team admins can switch it off.",
     )
     inviter_slack_id = models.CharField(max_length=32, blank=True)
     joined_at = models.DateTimeField(default=timezone.now)
@@ -107,6 +108,37 @@ class SlackChannelShare(models.Model):
 
     def __str__(self):
         return f"{self.user_id} in {self.channel_id}"
+
+
+class SlackEvent(models.Model):
+    """An Events API delivery, stored before anything is done with it: the endpoint answers Slack
+    at once (it wants a 200 within 3 seconds) and a Celery task processes it, once, by event id,
+    however often Slack retries (X-Slack-Retry-Num)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        PROCESSING = "processing", "Processing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    event_id = models.CharField(max_length=64, unique=True)
+    slack_team_id = models.CharField(max_length=32, blank=True)
+    event_type = models.CharField(max_length=60, blank=True)
+    body = models.TextField(help_text="The signed JSON, replayed through slack-bolt by the task; cleared once done.")
+    retries = models.PositiveIntegerField(default=0, help_text="Slack's retry deliveries of it (X-Slack-Retry-Num).")
+    retry_reason = models.CharField(max_length=60, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "received_at"])]
+
+    def __str__(self):
+        return f"{self.event_type} {self.event_id} ({self.status})"
 
 
 # --- Texting -----------------------------------------------------------------------------------

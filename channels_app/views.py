@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from slack_sdk.signature import SignatureVerifier
 
 from lindy import json_input
 from lindy.models import Team
@@ -90,7 +91,39 @@ def slack_events(request):
             json_input.check(payload)
         except json_input.BodyRefused as exc:
             return HttpResponse(str(exc), status=exc.status, content_type="text/plain")
+    if request.content_type == "application/json":
+        return _slack_event_callback(request) or slack_app.handler().handle(request)
     return slack_app.handler().handle(request)
+
+
+def _slack_event_callback(request) -> HttpResponse | None:
+    """An Events API delivery: verified, stored and answered at once (Slack wants its 200 within
+    3 seconds; a Celery task processes it). None for anything else (url_verification...): slack-bolt
+    answers those as before."""
+    raw = request.body
+    if not SignatureVerifier(settings.SLACK_SIGNING_SECRET).is_valid_request(raw, dict(request.headers)):
+        return HttpResponse("invalid or stale signature", status=401, content_type="text/plain")
+    try:
+        payload = json_input.loads(raw)
+    except json_input.BodyRefused as exc:
+        return HttpResponse(str(exc), status=exc.status, content_type="text/plain")
+    except (ValueError, UnicodeDecodeError):
+        return HttpResponse("body is not JSON", status=400, content_type="text/plain")
+    if not isinstance(payload, dict) or payload.get("type") != "event_callback":
+        return None
+    event = payload.get("event")
+    if not isinstance(event, dict) or event.get("type") not in slack_app.HANDLED_EVENTS:
+        return HttpResponse(status=200)  # nothing we act on (channel messages are read from the history)
+    try:
+        retry_num = int(request.headers.get("X-Slack-Retry-Num") or 0)
+    except ValueError:
+        retry_num = 0
+    try:
+        services.slack_event_receive(body=raw.decode(), payload=payload, retry_num=max(retry_num, 0),
+                                     retry_reason=request.headers.get("X-Slack-Retry-Reason") or "")
+    except ValueError as exc:
+        return HttpResponse(f"malformed event: {exc}", status=400, content_type="text/plain")
+    return HttpResponse(status=200)
 
 
 # --- iMessage and SMS webhooks -------------------------------------------------------------------

@@ -21,13 +21,14 @@ from .slack import (
     slack_private_memory_set,
     slack_team_memory_set,
 )
+from .slack_events import slack_event_process, slack_event_receive, slack_events_recover
 from .store import attachment_store, inbound_store
 from .webhooks import inbound_event_store, linq_event_process, twilio_inbound_process, webhook_event_claim
 
 __all__ = [
     "DebounceOutcome", "DebounceStatus", "attachment_store", "bundle_dispatch", "bundle_give_up", "cap_reserve",
     "consent_confirm", "consent_keyword_apply", "opt_out_for", "ratio_alert_acknowledge", "ratio_alert_notify",
-    "ratio_alert_raise",
+    "ratio_alert_raise", "slack_event_process", "slack_event_receive", "slack_events_recover",
     "debounce_check", "debounce_fire", "debounce_recover", "healthiest_number", "inbound_event_store",
     "inbound_store", "linq_event_process", "phone_normalize", "profile_register", "ratio_alerts_check",
     "slack_channel_joined", "slack_channel_left", "slack_member_joined", "slack_member_left",
