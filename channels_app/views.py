@@ -132,10 +132,7 @@ def _slack_event_callback(request) -> HttpResponse | None:
 @require_POST
 def imessage_webhook(request):
     raw = request.body
-    if not linq.verify_webhook(
-        raw_body=raw, timestamp=request.headers.get("X-Webhook-Timestamp"),
-        signature=request.headers.get("X-Webhook-Signature"),
-    ):
+    if not linq.verify_request(raw_body=raw, headers=request.headers):
         return JsonResponse({"error": "invalid or stale signature"}, status=401)
     try:
         payload = json_input.loads(raw)

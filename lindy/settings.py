@@ -314,6 +314,11 @@ SLACK_BOT_SCOPES = env_list(
 )
 LINQ_API_TOKEN = os.environ.get("LINQ_API_TOKEN", "")
 LINQ_WEBHOOK_SECRET = os.environ.get("LINQ_WEBHOOK_SECRET", "")
+# How the provider signs its webhooks: "hmac" (X-Webhook-Timestamp/-Signature, hex HMAC-SHA256) or
+# "standard" (Standard Webhooks: webhook-id/-timestamp/-signature, LINQ_WEBHOOK_SECRET = "whsec_...").
+LINQ_WEBHOOK_SCHEME = os.environ.get("LINQ_WEBHOOK_SCHEME", "hmac")
+if LINQ_WEBHOOK_SCHEME not in ("hmac", "standard"):
+    raise ImproperlyConfigured(f"LINQ_WEBHOOK_SCHEME must be 'hmac' or 'standard', not {LINQ_WEBHOOK_SCHEME!r}")
 LINQ_BASE_URL = os.environ.get("LINQ_BASE_URL", "https://api.linqapp.com/api/partner")
 LINQ_TIMEOUT = float(os.environ.get("LINQ_TIMEOUT", 10))
 TWILIO_ACCOUNT_SID = os.environ.get("TWILIO_ACCOUNT_SID", "")
