@@ -21,7 +21,7 @@ from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
 from .models import RatioAlert, SlackChannel, SlackChannelShare
-from .providers import linq, sms
+from .providers import sms, webhook_schemes
 from .slack_stores import callback_state, install_started_by
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def _slack_event_callback(request) -> HttpResponse | None:
 @require_POST
 def imessage_webhook(request):
     raw = request.body
-    if not linq.verify_request(raw_body=raw, headers=request.headers):
+    if not webhook_schemes.verify_request(raw_body=raw, headers=request.headers):
         return JsonResponse({"error": "invalid or stale signature"}, status=401)
     try:
         payload = json_input.loads(raw)

@@ -1,27 +1,15 @@
 """The managed iMessage API (shaped like Linq's partner API v3): bearer token, JSON over HTTPS;
-its signed webhooks, and what they mean (`webhook_parse`).
-
-Two signature schemes, chosen by settings.LINQ_WEBHOOK_SCHEME (`verify_request`):
-- "hmac" (the default): X-Webhook-Timestamp and X-Webhook-Signature, a hex HMAC-SHA256 of
-  "{timestamp}.{body}" with the shared secret.
-- "standard": Standard Webhooks (standardwebhooks.com): webhook-id, webhook-timestamp and
-  webhook-signature ("v1,<base64>", several allowed for key rotation) over "{id}.{timestamp}.{body}",
-  with a "whsec_..." secret, verified by the `standardwebhooks` library (5 minutes' tolerance).
-"""
+its signed webhooks, and what they mean (`webhook_parse`)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import logging
 import re
 import time
-from collections.abc import Mapping
 
 import httpx
 from django.conf import settings
-from standardwebhooks import Webhook as StandardWebhook
-from standardwebhooks import WebhookVerificationError
 
 from ..models import Channel
 from .events import (
@@ -37,10 +25,6 @@ from .events import (
 )
 
 SOURCE = "linq"
-SCHEME_HMAC = "hmac"
-SCHEME_STANDARD = "standard"
-
-logger = logging.getLogger(__name__)
 
 
 class LinqError(Exception):
@@ -141,34 +125,6 @@ def verify_webhook(*, raw_body: bytes, timestamp: str | None, signature: str | N
         return False
     expected = signature_for(secret, timestamp, raw_body)
     return hmac.compare_digest(expected, digest.lower())
-
-
-def verify_standard_webhook(*, raw_body: bytes, headers: Mapping[str, str]) -> bool:
-    """Standard Webhooks: a missing, malformed, stale or wrong signature is a plain no."""
-    secret = settings.LINQ_WEBHOOK_SECRET
-    if not secret:
-        return False
-    try:
-        verifier = StandardWebhook(secret)
-    except Exception:  # not base64, or empty after the whsec_ prefix: every request is refused
-        logger.error("LINQ_WEBHOOK_SECRET is not a Standard Webhooks secret (whsec_<base64>)")
-        return False
-    wanted = {name: headers.get(name) or "" for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
-    try:
-        verifier.verify(raw_body, wanted, json_parse=False)
-    # The library raises its own error for what it checks, and lets a body that is not UTF-8 or a
-    # signature that is not "v1,<base64>" through as ValueError (binascii.Error is one).
-    except (WebhookVerificationError, ValueError):
-        return False
-    return True
-
-
-def verify_request(*, raw_body: bytes, headers: Mapping[str, str]) -> bool:
-    """Verify a webhook request with the scheme the provider was set up with."""
-    if settings.LINQ_WEBHOOK_SCHEME == SCHEME_STANDARD:
-        return verify_standard_webhook(raw_body=raw_body, headers=headers)
-    return verify_webhook(raw_body=raw_body, timestamp=headers.get("X-Webhook-Timestamp"),
-                          signature=headers.get("X-Webhook-Signature"))
 
 
 # --- Webhook payloads -----------------------------------------------------------------------------
