@@ -76,7 +76,8 @@ def _thread_items(client: WebClient, channel, thread_ts: str, oldest: str, *, au
     for _ in range(MAX_PAGES_PER_THREAD):
         response = client.conversations_replies(channel=channel.channel_id, ts=thread_ts, oldest=oldest,
                                                 limit=PAGE_SIZE, cursor=page_cursor)
-        for message in response.get("messages", []):
+        thread_messages: list[dict] = response.get("messages", [])
+        for message in thread_messages:
             ts, text = message.get("ts", ""), (message.get("text") or "").strip()
             if ts == thread_ts:
                 parent_text = text
@@ -110,7 +111,8 @@ def _threads_with_new_replies(client: WebClient, channel, oldest: str) -> list[t
     for _ in range(THREAD_LOOKBACK_PAGES):
         response = client.conversations_history(channel=channel.channel_id, oldest=since, latest=oldest,
                                                 inclusive=True, limit=PAGE_SIZE, cursor=page_cursor)
-        found += [(m["ts"], m["latest_reply"]) for m in response.get("messages", [])
+        parents: list[dict] = response.get("messages", [])
+        found += [(m["ts"], m["latest_reply"]) for m in parents
                   if _is_thread_parent(m) and float(m.get("latest_reply") or 0) > float(oldest)]
         page_cursor = (response.get("response_metadata") or {}).get("next_cursor")
         if not response.get("has_more") or not page_cursor:
