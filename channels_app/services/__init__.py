@@ -3,8 +3,11 @@
 
 Inbound texts: `webhooks` (claim, parse through `channels_app.providers`, act) → `store` (stored
 first, debounce window started) → `debounce` (one bundle per pause) → `dispatch` (to the agent,
-at most once, and recovery of what a dead worker left). Tasks are queued by name (`queue`):
-no service imports channels_app.tasks."""
+at most once, and recovery of what a dead worker left); a consent keyword (STOP, START...) is
+handled by `consent` instead of the agent. Outbound: `outbound`, every send through the pre-send
+`gate` (opt-out, ratio, cap); `alerts` raise, escalate and deliver ratio alerts to support.
+Slack: `slack_events` stores Events API deliveries for the task that processes them, `slack` keeps
+the channels. Tasks are queued by name (`queue`): no service imports channels_app.tasks."""
 
 from .alerts import ratio_alert_acknowledge, ratio_alert_notify, ratio_alert_raise, ratio_alerts_check
 from .consent import consent_confirm, consent_keyword_apply

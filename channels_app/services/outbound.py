@@ -1,6 +1,7 @@
 """Replies to a user in their one-to-one thread: iMessage first, SMS when that cannot or may not
 go; the typing bubble. These replies are exempt from the action validator (the user's own chat),
-which is why this module refuses anyone who has not texted in first."""
+which is why this module refuses anyone who has not texted in first. Every send on every line
+passes the pre-send gate first (gate.send_check: opt-out, the line's ratio, its cap)."""
 
 from __future__ import annotations
 
@@ -122,7 +123,6 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
     reply = gate.is_reply(profile)
     error = ""
     number = profile.number if profile.number is not None and profile.number.kind == Channel.IMESSAGE else None
-    verdict = None
     if channel == Channel.SMS:
         fallback = OutboundMessage.Fallback.REQUESTED
     elif number is None or not number.active:
