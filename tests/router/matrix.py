@@ -6,7 +6,8 @@ from tests.router.helpers import cheap_target, route, variant
 def rollout_id(cast) -> int:
     agent = route("agent")
     variant(agent, "default")
-    return rollouts.rollout_start(route=agent, candidate=cheap_target()).pk
+    return rollouts.rollout_start(route=agent, candidate=cheap_target(), actor=cast.superuser,
+                                  override_reason="The agent route has no offline eval set yet.").pk
 
 
 def eval_run_id(cast) -> int:

@@ -9,13 +9,14 @@ from router.models import EvalRun, ModelCall, ModelChoice, Provider, Rollout, Ro
 from router.offline import OfflineReply, tool_call
 from tests.conftest import client_for
 
-from .helpers import cheap_target, record_call, route, variant
+from .helpers import cheap_target, offline_evidence, record_call, route, variant
 
 
 @pytest.fixture
 def rollout(db):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
     for arm in ("baseline", "candidate"):
         for days in range(3):
