@@ -78,6 +78,14 @@ class RolloutForm(forms.Form):
     min_scored_calls = forms.IntegerField(min_value=1, max_value=1_000_000, initial=30)
     retention_days = forms.IntegerField(min_value=1, max_value=90, initial=7)
     retention_margin = forms.FloatField(min_value=0, max_value=1, initial=0.10)
+    alpha = forms.FloatField(min_value=0.001, max_value=0.2, initial=0.05,
+                             help_text="Chance the guardrails roll back a candidate that is no worse, however often "
+                             "they look.")
+    override_reason = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Start without offline evidence because…",
+        help_text="Only when the evidence above is missing: your reason is kept on the rollout for good.",
+    )
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)

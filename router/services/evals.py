@@ -31,6 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -218,6 +219,19 @@ def eval_run_create(*, route: Route, target: Target, variant: str = "default", a
         route=route, target=target, variant=variant, total=len(cases),
         created_by=actor if getattr(actor, "pk", None) else None,
     )
+
+
+EVAL_TASK = "router.tasks.eval_run"
+
+
+def eval_run_start(*, route: Route, target: Target, variant: str = "default", actor=None) -> EvalRun:
+    """Create a run and queue it once the transaction commits (a broker outage leaves it
+    queued; it can be started again with `manage.py run_offline_eval`)."""
+    from lindy import queue
+
+    run = eval_run_create(route=route, target=target, variant=variant, actor=actor)
+    transaction.on_commit(lambda: queue.enqueue_or_log(EVAL_TASK, run.pk))
+    return run
 
 
 def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:

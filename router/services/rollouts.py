@@ -15,6 +15,7 @@ from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, defaul
 from .evidence import Evidence, MissingEvidence, rollout_evidence
 
 OVERRIDE_FORBIDDEN = "override_forbidden"
+ACTIVE_ROLLOUT = "active_rollout"
 GUARDRAIL_SETTINGS = {
     "score_margin", "min_scored_calls", "error_margin", "retention_days", "retention_margin", "min_retention_users",
     "alpha", "latency_margin", "cost_margin",
@@ -143,7 +144,7 @@ def rollout_start(
                    f"{candidate.name} with prompt variant {candidate_variant!r}. {_evidence_line(evidence, override_reason)}",
                    actor, evidence.as_dict())
     except IntegrityError:
-        raise ValidationError(f"Route {route.name} already has an active rollout.") from None
+        raise ValidationError(f"Route {route.name} already has an active rollout.", code=ACTIVE_ROLLOUT) from None
     return rollout
 
 

@@ -139,7 +139,8 @@ def test_eval_from_the_ui_with_progress(cast, offline_rule, monkeypatch, django_
 
     offline_rule("validator", lambda request: OfflineReply(tool_calls=[tool_call("record_verdict", {
         "approved": False, "reasoning": "rule", "confidence": "high", "suggestedNextStep": "ask the user"})]))
-    monkeypatch.setattr(tasks.eval_run, "delay", lambda run_id: tasks.eval_run.apply(args=[run_id]))
+    # The task runs in this process (lindy.queue looks it up by name and calls apply_async).
+    monkeypatch.setattr(tasks.eval_run, "apply_async", lambda args, **options: tasks.eval_run.apply(args=args))
     client = client_for(cast.superuser)
     offline = Target.objects.get(name="offline-rules")
     with django_capture_on_commit_callbacks(execute=True):
