@@ -13,7 +13,9 @@ from django.db.models import F, Prefetch
 from django.http import Http404
 from ninja import Field, Router, Schema, Status
 from ninja.pagination import paginate
+from pydantic import ValidationError as PydanticValidationError
 
+from lindy import json_input
 from lindy.api_errors import ApiError
 from lindy.pagination import BoundedLimitOffset
 
@@ -291,10 +293,10 @@ def rollout_create(request, route: str, payload: RolloutIn):
     return Status(201, _rollout(_rollout_by_pk(rollout.pk)))
 
 
-def _act(request, rollout_id: int, payload: ReasonIn, action: str) -> dict:
+def _act(request, rollout_id: int, action: str) -> dict:
     _manager(request)
     rollout = _rollout_by_pk(rollout_id)
-    reason = payload.reason.strip()
+    reason = _reason(request).strip()
     kwargs: dict = {"rollout": rollout, "actor": request.user}
     if action == "rollback":
         kwargs["reason"] = f"Rolled back by {request.user.email}" + (f": {reason}" if reason else ".")
@@ -309,25 +311,58 @@ def _act(request, rollout_id: int, payload: ReasonIn, action: str) -> dict:
     return _rollout(_rollout_by_pk(rollout_id))
 
 
-@router.post("/rollouts/{rollout_id}/pause", response=RolloutOut, summary="Pause a running rollout")
-def rollout_pause(request, rollout_id: int, payload: ReasonIn | None = None):
-    return _act(request, rollout_id, payload or ReasonIn(), "pause")
+# The actions take an optional body {"reason": "..."}: an engineer may POST nothing at all.
+REASON_BODY = {"requestBody": {"required": False, "content": {"application/json": {"schema": {
+    "type": "object", "properties": {"reason": {"type": "string", "maxLength": 2000,
+                                                 "description": "Why: recorded on the rollout's event."}}}}}}}
 
 
-@router.post("/rollouts/{rollout_id}/resume", response=RolloutOut, summary="Resume a paused rollout")
-def rollout_resume(request, rollout_id: int, payload: ReasonIn | None = None):
-    return _act(request, rollout_id, payload or ReasonIn(), "resume")
+def _reason(request) -> str:
+    if request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        data = {"reason": request.POST.get("reason", "")}  # `curl -X POST` and HTML forms
+    elif not request.body.strip():
+        return ""
+    else:
+        data = _json_body(request)
+    if data is None:
+        return ""
+    if not isinstance(data, dict):
+        raise ApiError(422, 'The body is {"reason": "..."}, or empty.')
+    try:
+        return ReasonIn(**data).reason
+    except PydanticValidationError as exc:
+        raise ApiError(422, f"The request is not valid: reason: {exc.errors()[0]['msg']}.") from None
 
 
-@router.post("/rollouts/{rollout_id}/rollback", response=RolloutOut, summary="Everyone back on the baseline")
-def rollout_rollback(request, rollout_id: int, payload: ReasonIn | None = None):
-    return _act(request, rollout_id, payload or ReasonIn(), "rollback")
+def _json_body(request):
+    try:
+        return json_input.loads(request.body)
+    except ValueError as exc:
+        raise ApiError(400, f"The body is not valid JSON: {exc}") from None
+
+
+@router.post("/rollouts/{rollout_id}/pause", response=RolloutOut, summary="Pause a running rollout",
+             openapi_extra=REASON_BODY)
+def rollout_pause(request, rollout_id: int):
+    return _act(request, rollout_id, "pause")
+
+
+@router.post("/rollouts/{rollout_id}/resume", response=RolloutOut, summary="Resume a paused rollout",
+             openapi_extra=REASON_BODY)
+def rollout_resume(request, rollout_id: int):
+    return _act(request, rollout_id, "resume")
+
+
+@router.post("/rollouts/{rollout_id}/rollback", response=RolloutOut, summary="Everyone back on the baseline",
+             openapi_extra=REASON_BODY)
+def rollout_rollback(request, rollout_id: int):
+    return _act(request, rollout_id, "rollback")
 
 
 @router.post("/rollouts/{rollout_id}/complete", response=RolloutOut,
-             summary="The candidate becomes the route's baseline")
-def rollout_complete(request, rollout_id: int, payload: ReasonIn | None = None):
-    return _act(request, rollout_id, payload or ReasonIn(), "complete")
+             summary="The candidate becomes the route's baseline", openapi_extra=REASON_BODY)
+def rollout_complete(request, rollout_id: int):
+    return _act(request, rollout_id, "complete")
 
 
 @router.get("/targets", response=list[TargetOut], summary="Targets: model, provider, quantization, prices")

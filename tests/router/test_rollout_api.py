@@ -176,3 +176,18 @@ def test_run_guardrails_prints_the_decision(email, cast, capsys):
     assert f"rollout {rollout.pk} email.draft" in out and ": hold" in out and "(dry run)" not in out
     rollout.refresh_from_db()
     assert rollout.last_check["decision"] == "hold"
+
+
+def test_actions_take_an_empty_body_or_a_reason(email, cast, api_for):
+    api = api_for(cast.superuser)
+    rollout_id = api.post("/api/router/routes/email.draft/rollouts", {
+        "target": "deepseek-v4-flash-atlas", "variant": "flash-tuned", "override_reason": "Testing the API."}).json()["id"]
+    empty = api.client.post(f"/api/router/rollouts/{rollout_id}/pause")
+    assert empty.json().get("status") == "paused", empty.content
+    for raw, status in (("[1]", 422), ('"why"', 422), ('{"reason": 5}', 422), ("{", 400),
+                        ('{"reason": "' + "x" * 2001 + '"}', 422)):
+        response = api.post(f"/api/router/rollouts/{rollout_id}/resume", raw=raw)
+        assert response.status_code == status, (raw, response.content)
+        assert response.json()["error"]["status"] == status
+    assert Rollout.objects.get().status == "paused"
+    assert api.post(f"/api/router/rollouts/{rollout_id}/resume", raw="null").json()["status"] == "running"
