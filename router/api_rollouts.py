@@ -236,7 +236,14 @@ def _runs():
             .annotate(passed_cases=F("passed")))
 
 
+def _no_nul(value: str | None, what: str) -> None:
+    """PostgreSQL text cannot hold NUL: a name with one is bad input, not a database error."""
+    if value and "\x00" in value:
+        raise ApiError(422, f"The {what} contains a NUL character.")
+
+
 def _route(name: str) -> Route:
+    _no_nul(name, "route name")
     route = Route.objects.select_related("baseline__host").filter(name=name).first()
     if route is None:
         raise Http404(f"No route {name!r}.")
@@ -389,6 +396,8 @@ def eval_create(request, route: str, payload: EvalIn):
 def eval_list(request, route: str | None = None, target: str | None = None, variant: str | None = None):
     """Filter by route, target and variant names (each optional)."""
     _manager(request)
+    for value, what in ((route, "route"), (target, "target"), (variant, "variant")):
+        _no_nul(value, what)
     runs = _runs().order_by("-created_at", "-pk")
     if route:
         runs = runs.filter(route__name=route)

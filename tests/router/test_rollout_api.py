@@ -138,6 +138,14 @@ def test_bad_input_gets_a_4xx_in_the_error_shape_and_changes_nothing(email, cast
     assert not Rollout.objects.exists() and not EvalRun.objects.exists()
 
 
+def test_a_nul_in_a_name_is_bad_input_not_a_database_error(email, cast, api_for):
+    api = api_for(cast.superuser)
+    assert api.get("/api/router/routes/email%00draft").status_code == 422
+    assert api.get("/api/router/evals", route="email\x00draft").status_code == 422
+    assert api.get("/api/router/evals", variant="\x00").json()["error"]["message"] == (
+        "The variant contains a NUL character.")
+
+
 def test_only_superusers(email, cast, api_for):
     for user in (cast.member, cast.admin, cast.support, cast.other_admin):
         api = api_for(user)
