@@ -5,6 +5,7 @@ Every change goes through router.services, which records it as an event with who
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 
@@ -300,6 +301,13 @@ def rollout_create(request, route: str, payload: RolloutIn):
     return Status(201, _rollout(_rollout_by_pk(rollout.pk)))
 
 
+ACTIONS: dict[str, Callable[..., Rollout]] = {
+    "pause": services.rollout_pause, "resume": services.rollout_resume,
+    "rollback": services.rollout_roll_back, "complete": services.rollout_complete,
+}
+PAST = {"pause": "Paused", "resume": "Resumed", "complete": "Completed"}
+
+
 def _act(request, rollout_id: int, action: str) -> dict:
     _manager(request)
     rollout = _rollout_by_pk(rollout_id)
@@ -308,11 +316,9 @@ def _act(request, rollout_id: int, action: str) -> dict:
     if action == "rollback":
         kwargs["reason"] = f"Rolled back by {request.user.email}" + (f": {reason}" if reason else ".")
     elif reason:
-        kwargs["reason"] = f"{action.capitalize()} by {request.user.email}: {reason}"
-    func = {"pause": services.rollout_pause, "resume": services.rollout_resume,
-            "rollback": services.rollout_roll_back, "complete": services.rollout_complete}[action]
+        kwargs["reason"] = f"{PAST[action]} by {request.user.email}: {reason}"
     try:
-        func(**kwargs)
+        ACTIONS[action](**kwargs)
     except ValidationError as exc:
         raise ApiError(409, _messages(exc)) from None
     return _rollout(_rollout_by_pk(rollout_id))

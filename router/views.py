@@ -27,8 +27,8 @@ from .forms import (
 from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
 from .services import evidence
-from .services.evidence import MissingEvidence
 from .services.config import CONFLICT
+from .services.evidence import MissingEvidence
 from .services.rollouts import stages_text
 
 PAGE_SIZE = 25

@@ -84,7 +84,7 @@ def test_evidence_first_then_a_rollout_and_its_actions(email, cast, api_for, dja
     assert (rolled["status"], rolled["percent"]) == ("rolled_back", "0.00")
     events = [(e["kind"], e["actor"], e["reason"]) for e in rolled["events"]]
     assert events[1:] == [
-        ("paused", cast.superuser.email, f"Pause by {cast.superuser.email}: Investigating a support ticket."),
+        ("paused", cast.superuser.email, f"Paused by {cast.superuser.email}: Investigating a support ticket."),
         ("resumed", cast.superuser.email, "Resumed: the stage's minimum duration counts again from now."),
         ("rolled_back", cast.superuser.email, f"Rolled back by {cast.superuser.email}: Latency spike on the host."),
     ]
