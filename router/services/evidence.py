@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from .. import gateway
 from ..models import EvalRun, Route, Target
 from .evals import has_eval_set
 
@@ -40,11 +41,19 @@ def run_failures(run: EvalRun) -> list[str]:
     if run.score is None or run.score < limits["min_score"]:
         score = "no score" if run.score is None else f"score {run.score:.3f}"
         failures.append(f"eval run {run.pk} has {score}, below the threshold {limits['min_score']:g}")
+    if stood_in(run):
+        failures.append(f"eval run {run.pk} was answered by the offline rules, not by {run.target.name}")
     error_rate = run.errors / run.total if run.total else 0.0
     if error_rate > limits["max_error_rate"]:
         failures.append(f"eval run {run.pk} errored on {run.errors} of {run.total} cases "
                         f"(at most {limits['max_error_rate']:.0%} allowed)")
     return failures
+
+
+def stood_in(run: EvalRun) -> bool:
+    """The offline rules answered for a real target (the product had no model keys then): with
+    keys configured now, such a run says nothing about the target."""
+    return run.provider_used == "offline" and run.target.provider != "offline" and not gateway.offline_mode()
 
 
 def run_passed(run: EvalRun) -> bool | None:
@@ -55,7 +64,7 @@ def run_passed(run: EvalRun) -> bool | None:
 
 
 def latest_finished(route: Route, target_id: int, variant: str) -> EvalRun | None:
-    return (EvalRun.objects.filter(route=route, target_id=target_id, variant=variant,
+    return (EvalRun.objects.select_related("target").filter(route=route, target_id=target_id, variant=variant,
                                    status__in=(EvalRun.Status.DONE, EvalRun.Status.FAILED))
             .order_by("-finished_at", "-pk").first())
 
@@ -99,6 +108,9 @@ def rollout_evidence(*, route: Route, target: Target, variant: str) -> Evidence:
     baseline = f"the baseline {route.baseline.name} with prompt variant {route.baseline_variant!r}"
     if base is None or base.status != EvalRun.Status.DONE or base.score is None:
         evidence.missing.append(f"No finished offline eval of {baseline} to compare with: run one.")
+    elif stood_in(base):
+        evidence.missing.append(f"The latest eval of {baseline} (run {base.pk}) was answered by the offline rules: "
+                                "run it again against the model.")
     elif run is not None and run.score is not None:
         margin = settings.ROUTER_EVAL_BASELINE_MARGIN
         if run.score < base.score - margin:

@@ -116,6 +116,9 @@ def rollout_start(
     unknown = set(guardrails) - GUARDRAIL_SETTINGS
     if unknown:
         raise TypeError(f"Unknown rollout settings: {sorted(unknown)}")
+    alpha = guardrails.get("alpha", 0.05)
+    if not 0 < alpha < 0.5:  # the sequential test's one-sided level (router.sequential)
+        raise ValidationError("alpha is a false-rollback rate between 0 and 0.5.")
     evidence = rollout_evidence(route=route, target=candidate, variant=candidate_variant)
     override_reason = (override_reason or "").strip()
     if not evidence.ok:

@@ -126,3 +126,15 @@ def test_a_route_without_an_eval_set_needs_an_override(db, cast):
     agent = route("agent")
     with pytest.raises(MissingEvidence, match="Route agent has no offline eval set"):
         services.rollout_start(route=agent, candidate=Target.objects.get(name="offline-rules"))
+
+
+def test_an_eval_the_offline_rules_answered_is_no_evidence_about_a_real_target(email, offline_rule, settings):
+    _answers(offline_rule, {"default": GOOD, "flash-tuned": GOOD})
+    _eval(email, email.baseline)
+    run = _eval(email, cheap_target(), "flash-tuned")
+    assert run.provider_used == "offline"  # the product ran with no model keys: the rules answered
+    settings.MODEL_OFFLINE = False  # keys are configured now: that run says nothing about the model
+    with pytest.raises(MissingEvidence, match=f"eval run {run.pk} was answered by the offline rules, not by "
+                                             "deepseek-v4-flash-atlas") as missing:
+        services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
+    assert "was answered by the offline rules: run it again against the model" in missing.value.missing[1]

@@ -199,3 +199,18 @@ def test_actions_take_an_empty_body_or_a_reason(email, cast, api_for):
         assert response.json()["error"]["status"] == status
     assert Rollout.objects.get().status == "paused"
     assert api.post(f"/api/router/rollouts/{rollout_id}/resume", raw="null").json()["status"] == "running"
+
+
+def test_route_detail_queries_do_not_grow_with_events(email, cast, api_for, django_assert_max_num_queries):
+    from .helpers import offline_evidence
+
+    offline_evidence(email, cheap_target(), "flash-tuned")
+    api = api_for(cast.superuser)
+    rollout_id = api.post("/api/router/routes/email.draft/rollouts", {
+        "target": "deepseek-v4-flash-atlas", "variant": "flash-tuned"}).json()["id"]
+    for _ in range(10):
+        api.post(f"/api/router/rollouts/{rollout_id}/pause", {"reason": "again"})
+        api.post(f"/api/router/rollouts/{rollout_id}/resume", {"reason": "again"})
+    with django_assert_max_num_queries(10):
+        body = api.get("/api/router/routes/email.draft").json()
+    assert len(body["rollout"]["events"]) == 21
