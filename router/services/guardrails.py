@@ -75,10 +75,9 @@ def _checks(rollout: Rollout, calls: dict, metric_stats: dict, retention: dict) 
             result.verdict, result)
 
     sizes = f"n={cand['ok_calls']}/{base['ok_calls']}"
-    for name, unit, margin_share, fmt in (("latency", "latency_ms", rollout.latency_margin, ".0f"),
-                                          ("cost", "cost", rollout.cost_margin, ".6f")):
-        mean, var = f"{unit.split('_')[0]}_mean", f"{unit.split('_')[0]}_var"
-        suffix = " ms" if name == "latency" else " USD"
+    for name, margin_share, fmt, suffix in (("latency", rollout.latency_margin, ".0f", " ms"),
+                                            ("cost", rollout.cost_margin, ".6f", " USD")):
+        mean, var = f"{name}_mean", f"{name}_var"  # selectors.arm_calls, over successful calls
         head = (f"{name} per call {cand[mean]:{fmt}}{suffix} on the candidate vs {base[mean]:{fmt}}{suffix} "
                 f"on baseline")
         if min(base["ok_calls"], cand["ok_calls"]) < max(need, 2):

@@ -435,3 +435,14 @@ def test_the_aggregates_only_count_calls_inside_the_window(rollout, settings, dj
     # The window filter (rollout, arm, created_at) has an index of exactly that shape.
     assert any(index.fields == ["rollout", "arm", "created_at"] for index in ModelCall._meta.indexes)
 
+
+
+def test_slower_candidate_rolls_back_on_latency(rollout):
+    from router.models import ModelCall
+
+    for i in range(30):
+        ModelCall.objects.filter(pk=record_call(rollout=rollout, arm="baseline").pk).update(latency_ms=900 + i)
+        ModelCall.objects.filter(pk=record_call(rollout=rollout, arm="candidate").pk).update(latency_ms=3000 + i)
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    reason = rollout.events.last().reason
+    assert "latency per call 3014 ms on the candidate vs 914 ms on baseline (margin +25%, n=30/30" in reason
