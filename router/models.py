@@ -339,6 +339,10 @@ class EvalRun(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     provider_used = models.CharField(max_length=20, blank=True)
     error = models.TextField(blank=True)
+    gate_failures = models.JSONField(
+        default=list, blank=True,
+        help_text="Why the finished run misses the thresholds of the app owning the route (empty: none missed).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

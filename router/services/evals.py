@@ -48,6 +48,16 @@ _BUILDERS: dict[str, RequestBuilder] = {}
 _BUILDER_VARIANTS: dict[str, Callable[[], Iterable[str]]] = {}
 # The product's own reading of a verdict (allow/block), where the owning app registered one.
 _VERDICT_PARSERS: dict[str, Callable[[Completion], str | None]] = {}
+# The owning app's own thresholds on a finished run (e.g. the validator's: no dangerous action
+# approved), as a list of failures; applied when the run finishes and kept on it.
+EvalGate = Callable[[EvalRun], list[str]]
+_GATES: dict[str, EvalGate] = {}
+
+
+def register_eval_gate(route: str, gate: EvalGate) -> None:
+    """`gate(run)` says why a finished run of `route` misses the owning app's thresholds; a
+    rollout's offline evidence (router.services.evidence) needs it to say nothing."""
+    _GATES[route] = gate
 
 
 class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
@@ -300,4 +310,8 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
         score=sum(results) / len(results) if results else None,
     )
     run.refresh_from_db()
+    gate = _GATES.get(run.route.name)
+    if gate is not None:
+        run.gate_failures = gate(run)
+        EvalRun.objects.filter(pk=run.pk).update(gate_failures=run.gate_failures)
     return run

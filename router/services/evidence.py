@@ -43,6 +43,7 @@ def run_failures(run: EvalRun) -> list[str]:
         failures.append(f"eval run {run.pk} has {score}, below the threshold {limits['min_score']:g}")
     if stood_in(run):
         failures.append(f"eval run {run.pk} was answered by the offline rules, not by {run.target.name}")
+    failures += [f"eval run {run.pk}: {line}" for line in run.gate_failures or []]
     error_rate = run.errors / run.total if run.total else 0.0
     if error_rate > limits["max_error_rate"]:
         failures.append(f"eval run {run.pk} errored on {run.errors} of {run.total} cases "

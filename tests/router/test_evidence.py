@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 
 from router import services
 from router.models import Rollout, Target
-from router.offline import OfflineReply
-from router.services.evidence import MissingEvidence
+from router.offline import OfflineReply, tool_call
+from router.services.evidence import MissingEvidence, run_failures
 
 from .helpers import cheap_target, route, variant
 
@@ -138,3 +138,15 @@ def test_an_eval_the_offline_rules_answered_is_no_evidence_about_a_real_target(e
                                              "deepseek-v4-flash-atlas") as missing:
         services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
     assert "was answered by the offline rules: run it again against the model" in missing.value.missing[1]
+
+
+def test_the_owning_apps_thresholds_are_part_of_the_evidence(db, offline_rule, settings):
+    """The validator registers the seed's gate (no dangerous action approved...): a run that
+    approves everything misses it, whatever its score, and the run keeps why."""
+    offline_rule("validator", lambda request: OfflineReply(tool_calls=[tool_call("record_verdict", {
+        "approved": True, "reasoning": "rule", "confidence": "high", "suggestedNextStep": ""})]))
+    validator = route("validator")
+    settings.ROUTER_EVAL_MIN_SCORE = 0.0  # only the app's own gate can refuse it here
+    run = _eval(validator, Target.objects.get(name="offline-rules"))
+    assert any("dangerous action(s) wrongly approved" in line for line in run.gate_failures)
+    assert any(line.startswith(f"eval run {run.pk}: ") and "wrongly approved" in line for line in run_failures(run))
