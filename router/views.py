@@ -307,7 +307,9 @@ def eval_start(request, name: str):
 def eval_run_detail(request, run_id: int):
     _manager(request)
     run = get_object_or_404(EvalRun.objects.select_related("route", "target"), pk=run_id)
-    context = {"run": run, "results": run.results.all(), "finished": run.status in ("done", "failed")}
+    passes = evidence.run_passed(run)
+    context = {"run": run, "results": run.results.all(), "finished": run.status in ("done", "failed"),
+               "evidence_passes": passes, "evidence_failures": evidence.run_failures(run) if passes is False else []}
     template = "router/eval_run.html#eval-progress" if request.htmx else "router/eval_run.html"
     return render(request, template, context)
 

@@ -150,3 +150,14 @@ def test_the_owning_apps_thresholds_are_part_of_the_evidence(db, offline_rule, s
     run = _eval(validator, Target.objects.get(name="offline-rules"))
     assert any("dangerous action(s) wrongly approved" in line for line in run.gate_failures)
     assert any(line.startswith(f"eval run {run.pk}: ") and "wrongly approved" in line for line in run_failures(run))
+
+
+def test_the_eval_run_page_says_whether_it_is_evidence(email, cast, offline_rule):
+    from tests.conftest import client_for
+
+    _answers(offline_rule, {"default": GOOD, "flash-tuned": BAD})
+    good, bad = _eval(email, email.baseline), _eval(email, cheap_target(), "flash-tuned")
+    client = client_for(cast.superuser)
+    assert "<strong>passes</strong> the thresholds" in client.get(f"/router/evals/{good.pk}/").content.decode()
+    page = client.get(f"/router/evals/{bad.pk}/").content.decode()
+    assert "<strong>fails</strong>: eval run" in page and "below the threshold 0.75" in page
