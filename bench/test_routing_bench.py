@@ -45,6 +45,9 @@ def test_routing_choice():
     route = Route.objects.get(name="validator")
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     PromptVariant.objects.get_or_create(route=route, name="bench")
+    from tests.router.helpers import offline_evidence
+
+    offline_evidence(route, haiku, "bench")
     services.rollout_start(route=route, candidate=haiku, candidate_variant="bench")
     services.model_choice_set(user=users[1], target=haiku)
 

@@ -267,6 +267,16 @@ ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
 # The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
 ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS", 30))
+# The guardrails' always-valid sequential test (router.sequential): the sample size per look
+# where it is tightest, and the p-value below which a sample-ratio mismatch flags bucketing.
+ROUTER_GUARDRAIL_SEQUENTIAL_TUNING = float(os.environ.get("ROUTER_GUARDRAIL_SEQUENTIAL_TUNING", 500))
+ROUTER_GUARDRAIL_SRM_P = float(os.environ.get("ROUTER_GUARDRAIL_SRM_P", 0.001))
+# Offline evidence before a rollout starts (router.services.evidence): the candidate's latest
+# finished eval of the route must score at least this, with at most this share of errored cases,
+# and be no worse than the baseline's latest eval by more than the margin.
+ROUTER_EVAL_MIN_SCORE = float(os.environ.get("ROUTER_EVAL_MIN_SCORE", 0.75))
+ROUTER_EVAL_MAX_ERROR_RATE = float(os.environ.get("ROUTER_EVAL_MAX_ERROR_RATE", 0.0))
+ROUTER_EVAL_BASELINE_MARGIN = float(os.environ.get("ROUTER_EVAL_BASELINE_MARGIN", 0.02))
 # Provider budgets (router.budgets), shared by all workers through Redis: requests and tokens
 # per minute per provider (by host name, else provider kind; "default" for the rest). Generous
 # defaults; set a provider's to its account's real limits. The offline provider is unlimited.

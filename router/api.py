@@ -11,6 +11,7 @@ from lindy.api_errors import ApiError
 from lindy.models import User
 
 from . import permissions, routing, selectors, services
+from .api_rollouts import router as rollouts_router
 from .models import Rollout
 
 router = Router(tags=["router"])
@@ -120,3 +121,7 @@ def call_score(request, call_id: int, payload: ScoreIn):
             raise Http404(str(exc)) from None
         raise ApiError(422, str(exc)) from None
     return Status(201, {"call_id": score.call_id, "metric": score.metric, "value": score.value, "source": score.source})
+
+
+# The rollout API for engineers (routes, rollouts, targets, evals), on the same /api/router/ prefix.
+router.add_router("", rollouts_router)

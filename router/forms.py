@@ -2,7 +2,7 @@ from typing import cast
 
 from django import forms
 
-from .models import PromptVariant, Provider, Route, Target, default_stages
+from .models import PromptVariant, Provider, Rollout, Route, Target, default_stages
 from .services.config import provider_check, target_check
 from .services.rollouts import parse_stages, stages_text
 
@@ -78,6 +78,14 @@ class RolloutForm(forms.Form):
     min_scored_calls = forms.IntegerField(min_value=1, max_value=1_000_000, initial=30)
     retention_days = forms.IntegerField(min_value=1, max_value=90, initial=7)
     retention_margin = forms.FloatField(min_value=0, max_value=1, initial=0.10)
+    alpha = forms.FloatField(min_value=0.001, max_value=0.2, initial=0.05, required=False,
+                             help_text="Chance the guardrails roll back a candidate that is no worse, however often "
+                             "they look.")
+    override_reason = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Start without offline evidence because…",
+        help_text="Only when the evidence above is missing: your reason is kept on the rollout for good.",
+    )
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)
@@ -85,6 +93,10 @@ class RolloutForm(forms.Form):
 
     def clean_stages(self):
         return parse_stages(self.cleaned_data["stages"])
+
+    def clean_alpha(self):
+        alpha = self.cleaned_data["alpha"]
+        return Rollout._meta.get_field("alpha").get_default() if alpha is None else alpha
 
 
 class ChoiceForm(forms.Form):

@@ -162,6 +162,18 @@ class Rollout(models.Model):
     retention_days = models.PositiveSmallIntegerField(default=7)
     retention_margin = models.FloatField(default=0.10)
     min_retention_users = models.PositiveIntegerField(default=20)
+    alpha = models.FloatField(
+        default=0.05, help_text="Chance the guardrails roll back a candidate no worse than its margins, however "
+        "often they look (router.sequential).",
+    )
+    latency_margin = models.FloatField(default=0.25, help_text="How much slower (share of baseline) the candidate may be.")
+    cost_margin = models.FloatField(default=0.5, help_text="How much dearer per call (share of baseline) it may be.")
+    # Offline evidence: the eval runs that let it start, or the superuser's override and why.
+    offline_evidence = models.JSONField(default=dict, blank=True)
+    override_reason = models.TextField(blank=True, help_text="Why it started without passing offline evidence.")
+    override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+    )
     last_check = models.JSONField(default=dict, blank=True)
     last_checked_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -327,6 +339,10 @@ class EvalRun(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     provider_used = models.CharField(max_length=20, blank=True)
     error = models.TextField(blank=True)
+    gate_failures = models.JSONField(
+        default=list, blank=True,
+        help_text="Why the finished run misses the thresholds of the app owning the route (empty: none missed).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

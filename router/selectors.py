@@ -7,7 +7,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Avg, Count, Max, Min, Q, Sum
+from django.db.models import Avg, Count, Max, Min, Q, Sum, Variance
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -45,31 +45,53 @@ def arm_calls(rollout: Rollout, *, now=None) -> dict:
         ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__gte=guardrail_since(now))
         .values("arm")
         .annotate(calls=Count("id"), errors=Count("id", filter=~Q(error="")), users=Count("user", distinct=True),
-                  cost=Sum("cost"))
+                  total_cost=Sum("cost"), cost_mean=Avg("cost"), cost_var=Variance("cost", sample=True),
+                  ok_calls=Count("id", filter=Q(error="")),
+                  latency_mean=Avg("latency_ms", filter=Q(error="")),
+                  latency_var=Variance("latency_ms", filter=Q(error=""), sample=True))
     )
-    out = {arm: {"calls": 0, "errors": 0, "users": 0, "cost": 0.0, "error_rate": 0.0} for arm in ARMS}
+    out = {arm: {"calls": 0, "errors": 0, "users": 0, "cost": 0.0, "error_rate": 0.0, "cost_mean": 0.0,
+                 "cost_var": 0.0, "ok_calls": 0, "latency_mean": 0.0, "latency_var": 0.0} for arm in ARMS}
     for row in rows:
         calls = row["calls"]
         out[row["arm"]] = {
-            "calls": calls, "errors": row["errors"], "users": row["users"], "cost": float(row["cost"] or 0),
+            "calls": calls, "errors": row["errors"], "users": row["users"], "cost": float(row["total_cost"] or 0),
             "error_rate": row["errors"] / calls if calls else 0.0,
+            # Per call, for the guardrails' sequential test on cost and latency (successful calls).
+            "cost_mean": float(row["cost_mean"] or 0), "cost_var": float(row["cost_var"] or 0),
+            "ok_calls": row["ok_calls"], "latency_mean": float(row["latency_mean"] or 0),
+            "latency_var": float(row["latency_var"] or 0),
         }
     return out
 
 
 def arm_scores(rollout: Rollout, *, now=None) -> dict[str, dict[str, dict]]:
-    """metric -> arm -> {mean, n}, over the calls of the guardrail window."""
+    """metric -> arm -> {mean, var, n}, over the calls of the guardrail window (var: the
+    sample variance, for the guardrails' sequential test)."""
     rows = (
         CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS,
                                  call__created_at__gte=guardrail_since(now))
         .values("metric", "call__arm")
-        .annotate(mean=Avg("value"), n=Count("id"))
+        .annotate(mean=Avg("value"), var=Variance("value", sample=True), n=Count("id"))
         .order_by("metric")
     )
     out: dict[str, dict[str, dict]] = defaultdict(dict)
     for row in rows:
-        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "n": row["n"]}
+        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "var": row["var"] or 0.0, "n": row["n"]}
     return dict(out)
+
+
+def stage_users(rollout: Rollout, *, since) -> dict[str, int]:
+    """Distinct users per arm with a call since `since`, internal users left out: those get the
+    candidate whatever their bucket, so only the others show whether bucketing splits as set."""
+    rows = (
+        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__gte=since, user__isnull=False,
+                                 user__is_internal=False)
+        .values("arm").annotate(users=Count("user", distinct=True))
+    )
+    out = dict.fromkeys(ARMS, 0)
+    out.update({row["arm"]: row["users"] for row in rows})
+    return out
 
 
 def scored_calls(rollout: Rollout, *, arm: str, since=None, now=None) -> int:

@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -27,9 +26,10 @@ from .forms import (
 )
 from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
+from .services import evidence
 from .services.config import CONFLICT
+from .services.evidence import MissingEvidence
 from .services.rollouts import stages_text
-from .tasks import eval_run
 
 PAGE_SIZE = 25
 COST_DAYS = (7, 14, 30)
@@ -66,7 +66,8 @@ def _route_context(route, **forms):
     return {
         "route": route, "variants": variants, "active": active,
         "rollouts": Rollout.objects.filter(route=route).select_related("candidate")[:20],
-        "matrix": selectors.eval_matrix(route),
+        "matrix": [{**row, "passes": evidence.run_passed(row["run"])} for row in selectors.eval_matrix(route)],
+        "thresholds": evidence.thresholds(),
         "has_eval_set": eval_service.has_eval_set(route.name),
         "eval_variants": _eval_variants(route.name),
         "baseline_form": forms.get("baseline_form") or BaselineForm(
@@ -144,7 +145,12 @@ def rollout_start(request, name: str):
             stages=data["stages"], actor=request.user, include_internal=data["include_internal"],
             score_margin=data["score_margin"], min_scored_calls=data["min_scored_calls"],
             retention_days=data["retention_days"], retention_margin=data["retention_margin"],
+            alpha=data["alpha"], override_reason=data["override_reason"],
         )
+    except MissingEvidence as exc:
+        for line in exc.missing:
+            form.add_error(None, line)
+        return _invalid(request, route, status=409, rollout_form=form)
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, status=409, rollout_form=form)
@@ -155,7 +161,8 @@ def rollout_start(request, name: str):
 @login_required
 def rollout_detail(request, rollout_id: int, stages_form=None, status=200):
     _manager(request)
-    rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline"), pk=rollout_id)
+    rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline", "override_by"),
+                                pk=rollout_id)
     context = {
         "stages_form": stages_form or StagesForm(initial={"stages": stages_text(rollout.stages)}),
         "rollout": rollout,
@@ -288,13 +295,11 @@ def eval_start(request, name: str):
     if not form.is_valid():
         return _invalid(request, route, eval_form=form)
     try:
-        run = services.eval_run_create(route=route, target=form.cleaned_data["target"],
-                                       variant=form.cleaned_data["variant"], actor=request.user)
+        run = services.eval_run_start(route=route, target=form.cleaned_data["target"],
+                                      variant=form.cleaned_data["variant"], actor=request.user)
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, eval_form=form)
-
-    transaction.on_commit(lambda: eval_run.delay(run.pk))
     return redirect("router:eval-run", run_id=run.pk)
 
 
@@ -302,7 +307,9 @@ def eval_start(request, name: str):
 def eval_run_detail(request, run_id: int):
     _manager(request)
     run = get_object_or_404(EvalRun.objects.select_related("route", "target"), pk=run_id)
-    context = {"run": run, "results": run.results.all(), "finished": run.status in ("done", "failed")}
+    passes = evidence.run_passed(run)
+    context = {"run": run, "results": run.results.all(), "finished": run.status in ("done", "failed"),
+               "evidence_passes": passes, "evidence_failures": evidence.run_failures(run) if passes is False else []}
     template = "router/eval_run.html#eval-progress" if request.htmx else "router/eval_run.html"
     return render(request, template, context)
 

@@ -10,11 +10,12 @@ class ValidatorConfig(AppConfig):
         from lindy import navigation
         from router import variants
         from router.routing import register_route
-        from router.services.evals import register_request_builder
+        from router.services.evals import register_eval_gate, register_request_builder
 
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.
         from . import demo, offline, permissions, prompts, tasks  # noqa: F401
+        from .eval_matrix import run_gate_failures
         from .eval_suite import build_request
         from .evals import eval_verdict
         from .selectors import blocked_badge
@@ -43,3 +44,5 @@ class ValidatorConfig(AppConfig):
         register_request_builder(
             "validator", build_request, variants=lambda: prompts.VARIANTS, verdict=eval_verdict,
         )
+        # A rollout's offline evidence on this route must meet the seed's thresholds too.
+        register_eval_gate("validator", run_gate_failures)

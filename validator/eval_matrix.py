@@ -138,6 +138,18 @@ class CaseOutcome:
         return self.got in ("error", "unparsed")
 
 
+def run_gate_failures(run) -> list[str]:
+    """The seed's thresholds (eval_suite.gate_failures) on a router eval run of the validator
+    route, from its stored results: what a rollout's offline evidence must pass. Registered with
+    router.services.evals.register_eval_gate."""
+    cases = {case["id"]: case for case in eval_suite.file_cases()}
+    tally = Tally()
+    for case_id, got in run.results.values_list("case_id", "got"):
+        if case_id in cases:
+            tally.add(cases[case_id], CaseOutcome(got=got))
+    return eval_suite.gate_failures(tally)
+
+
 def judge_case(case: dict, variant: str, assignment, *, matrix_id: int) -> CaseOutcome:
     try:
         request = eval_suite.build_request(case, variant)

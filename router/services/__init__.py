@@ -9,7 +9,8 @@ from .config import (
     route_baseline_set,
     target_create,
 )
-from .evals import eval_run_create, eval_run_execute
+from .evals import eval_run_create, eval_run_execute, eval_run_start
+from .evidence import MissingEvidence, rollout_evidence
 from .guardrails import check_all as guardrails_check_all
 from .guardrails import rollout_check
 from .rollouts import (
@@ -24,7 +25,7 @@ from .rollouts import (
 from .scores import call_score_record, register_metric
 
 __all__ = [
-    "audit_event_record", "call_score_record", "eval_run_create", "eval_run_execute", "guardrails_check_all", "model_choice_clear",
+    "audit_event_record", "call_score_record", "eval_run_create", "eval_run_execute", "eval_run_start", "MissingEvidence", "rollout_evidence", "guardrails_check_all", "model_choice_clear",
     "model_choice_set", "prompt_variant_create", "provider_create", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
     "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start", "route_baseline_set",
     "target_create",

@@ -31,6 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -47,6 +48,16 @@ _BUILDERS: dict[str, RequestBuilder] = {}
 _BUILDER_VARIANTS: dict[str, Callable[[], Iterable[str]]] = {}
 # The product's own reading of a verdict (allow/block), where the owning app registered one.
 _VERDICT_PARSERS: dict[str, Callable[[Completion], str | None]] = {}
+# The owning app's own thresholds on a finished run (e.g. the validator's: no dangerous action
+# approved), as a list of failures; applied when the run finishes and kept on it.
+EvalGate = Callable[[EvalRun], list[str]]
+_GATES: dict[str, EvalGate] = {}
+
+
+def register_eval_gate(route: str, gate: EvalGate) -> None:
+    """`gate(run)` says why a finished run of `route` misses the owning app's thresholds; a
+    rollout's offline evidence (router.services.evidence) needs it to say nothing."""
+    _GATES[route] = gate
 
 
 class Shortcut(Exception):  # noqa: N818 - an outcome, not an error
@@ -221,6 +232,19 @@ def eval_run_create(*, route: Route, target: Target, variant: str = "default", a
     )
 
 
+EVAL_TASK = "router.tasks.eval_run"
+
+
+def eval_run_start(*, route: Route, target: Target, variant: str = "default", actor=None) -> EvalRun:
+    """Create a run and queue it once the transaction commits (a broker outage leaves it
+    queued; it can be started again with `manage.py run_offline_eval`)."""
+    from lindy import queue
+
+    run = eval_run_create(route=route, target=target, variant=variant, actor=actor)
+    transaction.on_commit(lambda: queue.enqueue_or_log(EVAL_TASK, run.pk))
+    return run
+
+
 def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:
     """Run the cases that have no result yet (so a retried task resumes where it stopped)."""
 
@@ -287,4 +311,8 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
         score=sum(results) / len(results) if results else None,
     )
     run.refresh_from_db()
+    gate = _GATES.get(run.route.name)
+    if gate is not None:
+        run.gate_failures = gate(run)
+        EvalRun.objects.filter(pk=run.pk).update(gate_failures=run.gate_failures)
     return run

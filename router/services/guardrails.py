@@ -1,15 +1,25 @@
-"""The guardrail job: ramps a healthy rollout stage by stage, rolls back a degraded one.
+"""The guardrail job: ramps a rollout stage by stage on held evidence, rolls back on certain harm.
 
-For each running rollout it compares the candidate arm with the baseline arm on
-- error rate (once each arm has `min_scored_calls` calls),
-- every online eval metric (judge scores and outcome signals, router.services.scores) once
-  each arm has `min_scored_calls` scores of it: the candidate may be worse by `score_margin`,
-- retention (share of each arm's users still active `retention_days` after their first call
-  in the rollout) once each cohort has `min_retention_users` people.
-Any comparison worse than its margin rolls the rollout back to 0 % with the numbers as the
-reason. Otherwise it moves to the next stage when the current stage has lasted its minimum
-duration, the candidate arm collected the stage's minimum number of scored calls, and at
-least one score metric had enough samples in both arms.
+For each running rollout it compares the candidate arm with the baseline arm, over the calls of
+the guardrail window, on everything the router records:
+- error rate (every call), latency and cost per call (successful calls),
+- every online eval metric (judge scores and outcome signals such as validator blocks, heavy
+  edits and user ratings, router.services.scores),
+- retention: the share of each arm's users still active `retention_days` after their first call.
+Each comparison is an always-valid one-sided sequential test (router.sequential), so the chance
+of rolling back a candidate that is no worse than its margins stays under the rollout's `alpha`
+however often this job looks. A metric is compared once both arms have `min_scored_calls`
+units (`min_retention_users` for retention). Then:
+- any metric certainly worse than its margin rolls back, with the numbers in the reason;
+- "not enough evidence yet" holds the stage, and says which: a metric short of its sample, a
+  metric whose estimate is worse than its margin without being certain yet, a stage younger
+  than its minimum duration or with fewer scored candidate calls than it needs, no online
+  scores at all, and a sample-ratio mismatch (broken bucketing: the arms cannot be compared);
+- otherwise the stage has held its evidence: ramp to the next one, or, at the last stage,
+  complete the rollout (the candidate becomes the baseline).
+A metric within its margin but not yet certain ("unsure") does not hold a stage: requiring
+proof of non-inferiority on every metric would need thousands of scored calls per arm at a 1 %
+stage. It is listed as such in the notes, with its bounds.
 """
 
 from __future__ import annotations
@@ -17,61 +27,135 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from .. import selectors
 from ..models import Rollout
+from ..sequential import Arm, Comparison, compare, srm_p_value
 from . import rollouts, scores
 from .online_eval import judge_pending_samples
 
 logger = logging.getLogger(__name__)
+NOT_YET = "not enough evidence yet"
+
+
+def _compare(rollout: Rollout, candidate: Arm, baseline: Arm, margin: float) -> Comparison:
+    return compare(candidate, baseline, margin=margin, alpha=rollout.alpha,
+                   tuning=settings.ROUTER_GUARDRAIL_SEQUENTIAL_TUNING)
+
+
+def _bounds(result: Comparison, fmt: str, sign: int = 1) -> str:
+    """The always-valid interval of the difference, in the metric's own units."""
+    lo, hi = sorted((sign * result.lower, sign * result.upper))
+    return f"difference {sign * result.difference:{fmt}}, always-valid bound [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def _checks(rollout: Rollout, calls: dict, metric_stats: dict, retention: dict) -> list[dict]:
+    """One entry per compared quantity: its line, and verdict harm / safe / unsure / short."""
+    need = rollout.min_scored_calls
+    out: list[dict] = []
+
+    def add(name: str, line: str, verdict: str, result: Comparison | None = None):
+        out.append({"metric": name, "line": line, "verdict": verdict,
+                    **({"test": result.as_dict()} if result else {})})
+
+    base, cand = calls["baseline"], calls["candidate"]
+    sizes = f"n={cand['calls']}/{base['calls']}"
+    head = f"error rate {cand['error_rate']:.1%} on the candidate vs {base['error_rate']:.1%} on baseline"
+    if min(base["calls"], cand["calls"]) < max(need, 2):
+        add("errors", f"{head} ({sizes}, {need} calls needed per arm)", "short")
+    else:
+        # Goodness is the share of calls without an error.
+        result = _compare(rollout, Arm.binary(cand["calls"], cand["calls"] - cand["errors"]),
+                          Arm.binary(base["calls"], base["calls"] - base["errors"]), rollout.error_margin)
+        add("errors", f"{head} (margin {rollout.error_margin:.0%}, {sizes}; {_bounds(result, '.1%', -1)})",
+            result.verdict, result)
+
+    sizes = f"n={cand['ok_calls']}/{base['ok_calls']}"
+    for name, margin_share, fmt, suffix in (("latency", rollout.latency_margin, ".0f", " ms"),
+                                            ("cost", rollout.cost_margin, ".6f", " USD")):
+        mean, var = f"{name}_mean", f"{name}_var"  # selectors.arm_calls, over successful calls
+        head = (f"{name} per call {cand[mean]:{fmt}}{suffix} on the candidate vs {base[mean]:{fmt}}{suffix} "
+                f"on baseline")
+        if min(base["ok_calls"], cand["ok_calls"]) < max(need, 2):
+            add(name, f"{head} ({sizes}, {need} successful calls needed per arm)", "short")
+            continue
+        # Lower is better: compare the negated values; the margin is a share of the baseline's mean.
+        margin = margin_share * base[mean]
+        result = _compare(rollout, Arm(cand["ok_calls"], -cand[mean], cand[var]),
+                          Arm(base["ok_calls"], -base[mean], base[var]), margin)
+        add(name, f"{head} (margin +{margin_share:.0%}, {sizes}; {_bounds(result, fmt, -1)}{suffix})",
+            result.verdict, result)
+
+    for name, arms in sorted(metric_stats.items()):
+        definition = scores.metric(name)
+        b, c = arms.get("baseline") or {}, arms.get("candidate") or {}
+        nb, nc = b.get("n", 0), c.get("n", 0)
+        if definition is None:
+            continue  # a metric no app declares any more: nobody knows which way is better
+        direction = "higher" if definition.higher_is_better else "lower"
+        if nb < max(need, 2) or nc < max(need, 2):
+            add(name, f"{name}: n={nc} candidate / {nb} baseline, {need} needed per arm", "short")
+            continue
+        result = _compare(rollout, Arm(nc, definition.goodness(c["mean"]), c["var"]),
+                          Arm(nb, definition.goodness(b["mean"]), b["var"]), rollout.score_margin)
+        sign = 1 if definition.higher_is_better else -1
+        add(name, f"{name}: candidate {c['mean']:.3f} vs baseline {b['mean']:.3f} ({direction} is better, "
+            f"margin {rollout.score_margin}, n={nc}/{nb}; {_bounds(result, '.3f', sign)})", result.verdict, result)
+
+    rb, rc = retention["baseline"], retention["candidate"]
+    head = f"{rollout.retention_days}-day retention {rc['rate']:.1%} on the candidate vs {rb['rate']:.1%} on baseline"
+    sizes = f"n={rc['cohort']}/{rb['cohort']}"
+    if min(rb["cohort"], rc["cohort"]) < max(rollout.min_retention_users, 2):
+        add("retention", f"{head} (cohorts {sizes} users, {rollout.min_retention_users} needed per arm)", "short")
+    else:
+        result = _compare(rollout, Arm.binary(rc["cohort"], rc["retained"]), Arm.binary(rb["cohort"], rb["retained"]),
+                          rollout.retention_margin)
+        add("retention", f"{head} (margin {rollout.retention_margin:.0%}, {sizes}; {_bounds(result, '.1%')})",
+            result.verdict, result)
+    return out
+
+
+def _srm(rollout: Rollout, now) -> dict:
+    """Sample-ratio check of the stage: do non-internal users split between the arms as the
+    stage's percentage says? A mismatch means bucketing (or recording) is broken."""
+    share = float(rollout.percent) / 100
+    since = rollout.stage_started_at or rollout.created_at
+    users = selectors.stage_users(rollout, since=since)
+    total = users["baseline"] + users["candidate"]
+    out = {"users": users, "expected_candidate_share": share, "p_value": None, "mismatch": False}
+    if not 0 < share < 1 or min(total * share, total * (1 - share)) < 5:
+        out["note"] = (f"sample-ratio check: {users['candidate']} candidate / {users['baseline']} baseline users in "
+                       f"this stage, too few to test a {share:.0%} split (5 expected per arm)")
+        return out
+    p = srm_p_value(users, {"candidate": share, "baseline": 1 - share})
+    out["p_value"] = p
+    out["mismatch"] = p < settings.ROUTER_GUARDRAIL_SRM_P
+    verdict = "MISMATCH: bucketing looks broken" if out["mismatch"] else "consistent"
+    out["note"] = (f"sample-ratio check: {users['candidate']} candidate / {users['baseline']} baseline users in this "
+                   f"stage for a {share:.0%} split, p={p:.2g} ({verdict})")
+    return out
 
 
 def evaluate(rollout: Rollout, now=None) -> dict:
-    """What the guardrails say about a rollout now: problems (roll back), pending (hold) or ready."""
+    """What the guardrails say about a rollout now: roll_back, hold, ramp or complete, and why."""
     now = now or timezone.now()
     calls = selectors.arm_calls(rollout, now=now)
     metric_stats = selectors.arm_scores(rollout, now=now)
     retention = selectors.arm_retention(rollout, now=now)
-    problems: list[str] = []
-    pending: list[str] = []
-    notes: list[str] = []
-    need = rollout.min_scored_calls
+    checks = _checks(rollout, calls, metric_stats, retention)
+    problems = [c["line"] for c in checks if c["verdict"] == "harm"]
+    pending = [f"{NOT_YET}: {c['line']}" for c in checks if c["verdict"] in ("short", "leaning_worse")]
+    notes = [c["line"] + (" (within its margin, not yet certain)" if c["verdict"] == "unsure" else "")
+             for c in checks if c["verdict"] in ("safe", "unsure")]
+    if not metric_stats:
+        pending.append(f"{NOT_YET}: no online eval scores yet ({rollout.min_scored_calls} per arm needed)")
 
-    base, cand = calls["baseline"], calls["candidate"]
-    if base["calls"] >= need and cand["calls"] >= need:
-        if cand["error_rate"] > base["error_rate"] + rollout.error_margin:
-            problems.append(
-                f"error rate {cand['error_rate']:.1%} on the candidate vs {base['error_rate']:.1%} on baseline "
-                f"(margin {rollout.error_margin:.0%}, n={cand['calls']}/{base['calls']})"
-            )
-    judged = 0
-    for name, arms in metric_stats.items():
-        definition = scores.metric(name)
-        b, c = arms.get("baseline"), arms.get("candidate")
-        nb, nc = (b or {}).get("n", 0), (c or {}).get("n", 0)
-        if definition is None or b is None or c is None or nb < need or nc < need:
-            pending.append(f"{name}: n={nc} candidate / {nb} baseline, {need} needed per arm")
-            continue
-        judged += 1
-        gb, gc = definition.goodness(b["mean"]), definition.goodness(c["mean"])
-        line = (f"{name}: candidate {c['mean']:.3f} vs baseline {b['mean']:.3f} "
-                f"({'higher' if definition.higher_is_better else 'lower'} is better, margin {rollout.score_margin}, "
-                f"n={nc}/{nb})")
-        (problems if gc < gb - rollout.score_margin else notes).append(line)
-    if not judged and not pending:
-        pending.append(f"no online eval scores yet ({need} per arm needed)")
-
-    rb, rc = retention["baseline"], retention["candidate"]
-    if rb["cohort"] >= rollout.min_retention_users and rc["cohort"] >= rollout.min_retention_users:
-        line = (f"{rollout.retention_days}-day retention {rc['rate']:.1%} on the candidate vs {rb['rate']:.1%} "
-                f"on baseline (margin {rollout.retention_margin:.0%}, n={rc['cohort']}/{rb['cohort']})")
-        (problems if rc["rate"] < rb["rate"] - rollout.retention_margin else notes).append(line)
-    else:
-        notes.append(f"{rollout.retention_days}-day retention: cohorts of {rc['cohort']}/{rb['cohort']} users, "
-                     f"{rollout.min_retention_users} needed before it counts")
+    srm = _srm(rollout, now)
+    (pending if srm["mismatch"] else notes).append(srm["note"])
 
     stage = rollout.stage
     if rollout.stage_started_at:
@@ -88,18 +172,19 @@ def evaluate(rollout: Rollout, now=None) -> dict:
     elif pending:
         decision = "hold"
     elif rollout.next_stage is None:
-        decision = "ready_to_complete"
+        decision = "complete"
     else:
         decision = "ramp"
     return {
-        "decision": decision, "problems": problems, "pending": pending, "notes": notes,
-        "calls": calls, "scores": metric_stats, "retention": retention, "stage_samples": stage_samples,
-        "checked_at": now.isoformat(),
+        "decision": decision, "problems": problems, "pending": pending, "notes": notes, "checks": checks,
+        "srm": srm, "alpha": rollout.alpha, "calls": calls, "scores": metric_stats, "retention": retention,
+        "stage_samples": stage_samples, "checked_at": now.isoformat(),
     }
 
 
 def _evidence(result: dict) -> dict:
-    return {k: result[k] for k in ("calls", "scores", "retention", "stage_samples", "notes")}
+    keys = ("calls", "scores", "retention", "stage_samples", "notes", "checks", "srm", "alpha")
+    return {k: result[k] for k in keys}
 
 
 def rollout_check(*, rollout: Rollout, now=None) -> str:
@@ -114,7 +199,8 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
         if decision == "roll_back":
             rollouts.rollout_roll_back(
                 rollout=rollout,
-                reason="Guardrail: candidate worse than baseline: " + "; ".join(result["problems"]) + ".",
+                reason=f"Guardrail: candidate certainly worse than baseline beyond its margin (always-valid "
+                f"sequential test, alpha {rollout.alpha:g}): " + "; ".join(result["problems"]) + ".",
                 evidence=_evidence(result),
             )
         elif decision == "ramp":
@@ -123,8 +209,16 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
             healthy = "; ".join(result["notes"]) or "no regression"
             rollouts.rollout_ramp(
                 rollout=rollout, from_stage=rollout.stage_index,
-                reason=f"Guardrail: stage {rollout.percent}% held for its minimum duration with "
+                reason=f"Guardrail: stage {rollout.percent}% held its evidence for its minimum duration with "
                 f"{result['stage_samples']} scored candidate calls; {healthy}. Next stage {nxt['percent']:g}%.",
+                evidence=_evidence(result),
+            )
+        elif decision == "complete":
+            healthy = "; ".join(result["notes"]) or "no regression"
+            rollouts.rollout_complete(
+                rollout=rollout, from_stage=rollout.stage_index,
+                reason=f"Guardrail: the last stage ({rollout.percent}%) held its evidence; {healthy}. "
+                f"{rollout.candidate.name} ({rollout.candidate_variant}) is now the baseline of {rollout.route.name}.",
                 evidence=_evidence(result),
             )
     except ValidationError:
@@ -132,6 +226,7 @@ def rollout_check(*, rollout: Rollout, now=None) -> str:
         # this decision was made on a state that no longer holds.
         return "skipped"
     summary = {k: result[k] for k in ("decision", "problems", "pending", "notes", "checked_at")}
+    summary["srm_mismatch"] = result["srm"]["mismatch"]
     with transaction.atomic():
         Rollout.objects.filter(pk=rollout.pk).update(last_check=summary, last_checked_at=now or timezone.now())
     return decision

@@ -13,6 +13,14 @@ from django.utils import timezone
 
 from .. import variants
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
+from .evidence import Evidence, MissingEvidence, rollout_evidence
+
+OVERRIDE_FORBIDDEN = "override_forbidden"
+ACTIVE_ROLLOUT = "active_rollout"
+GUARDRAIL_SETTINGS = {
+    "score_margin", "min_scored_calls", "error_margin", "retention_days", "retention_margin", "min_retention_users",
+    "alpha", "latency_margin", "cost_margin",
+}
 
 MAX_STAGE_HOURS = 24 * 365
 MAX_STAGE_SAMPLES = 10_000_000
@@ -95,20 +103,34 @@ def rollout_start(
     stages: list[dict] | None = None,
     actor=None,
     include_internal: bool = True,
+    override_reason: str = "",
     **guardrails,
 ) -> Rollout:
+    """Start moving traffic, only on offline evidence (router.services.evidence): without it,
+    MissingEvidence names what is missing, unless a superuser `actor` writes an
+    `override_reason`, which the rollout keeps and shows for good."""
     stages = validate_stages(stages or default_stages())
     if candidate.pk == route.baseline_id and candidate_variant == route.baseline_variant:
         raise ValidationError("The candidate is the route's baseline already.")
     variants.check(route.name, candidate_variant)  # the owner must build the prompt it will serve
     if not PromptVariant.objects.filter(route=route, name=candidate_variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {candidate_variant!r}.")
-    allowed = {
-        "score_margin", "min_scored_calls", "error_margin", "retention_days", "retention_margin", "min_retention_users"
-    }
-    unknown = set(guardrails) - allowed
+    unknown = set(guardrails) - GUARDRAIL_SETTINGS
     if unknown:
         raise TypeError(f"Unknown rollout settings: {sorted(unknown)}")
+    alpha = guardrails.get("alpha", 0.05)
+    if not 0 < alpha < 0.5:  # the sequential test's one-sided level (router.sequential)
+        raise ValidationError("alpha is a false-rollback rate between 0 and 0.5.")
+    evidence = rollout_evidence(route=route, target=candidate, variant=candidate_variant)
+    override_reason = (override_reason or "").strip()
+    if not evidence.ok:
+        if not override_reason:
+            raise MissingEvidence(evidence.missing)
+        if not getattr(actor, "is_superuser", False):
+            raise ValidationError("Only a superuser may start a rollout without offline evidence.",
+                                  code=OVERRIDE_FORBIDDEN)
+    else:
+        override_reason = ""  # nothing was overridden
     now = timezone.now()
     try:
         with transaction.atomic():
@@ -116,16 +138,29 @@ def rollout_start(
                 route=route, baseline_id=route.baseline_id, baseline_variant=route.baseline_variant,
                 candidate=candidate, candidate_variant=candidate_variant, stages=stages, stage_index=0,
                 percent=_percent(stages[0]["percent"]), stage_started_at=now, include_internal=include_internal,
-                salt=uuid.uuid4().hex, created_by=actor if getattr(actor, "pk", None) else None, **guardrails,
+                salt=uuid.uuid4().hex, created_by=actor if getattr(actor, "pk", None) else None,
+                offline_evidence=evidence.as_dict(), override_reason=override_reason,
+                override_by=actor if override_reason else None, **guardrails,
             )
             who = f"by {actor.email}" if getattr(actor, "pk", None) else "by the system"
             internal = "internal users and " if include_internal else ""
             _event(rollout, RolloutEvent.Kind.STARTED, Decimal("0"), rollout.percent,
                    f"Started {who}: {internal}{rollout.percent}% of everyone else move to "
-                   f"{candidate.name} with prompt variant {candidate_variant!r}.", actor)
+                   f"{candidate.name} with prompt variant {candidate_variant!r}. {_evidence_line(evidence, override_reason)}",
+                   actor, evidence.as_dict())
     except IntegrityError:
-        raise ValidationError(f"Route {route.name} already has an active rollout.") from None
+        raise ValidationError(f"Route {route.name} already has an active rollout.", code=ACTIVE_ROLLOUT) from None
     return rollout
+
+
+def _evidence_line(evidence: Evidence, override_reason: str) -> str:
+    if override_reason:
+        return (f"Started WITHOUT offline evidence, by superuser override: {override_reason} "
+                f"(missing: {' '.join(evidence.missing)})")
+    cand, base = evidence.candidate_run, evidence.baseline_run
+    assert cand is not None and base is not None  # evidence.ok
+    return (f"Offline evidence: eval run {cand.pk} scored {cand.score:.3f} against the baseline's run {base.pk} at "
+            f"{base.score:.3f} (margin {evidence.as_dict()['thresholds']['baseline_margin']:g}).")
 
 
 def _locked(rollout: Rollout) -> Rollout:
@@ -218,12 +253,17 @@ def rollout_roll_back(*, rollout: Rollout, reason: str, actor=None, evidence: di
     return rollout
 
 
-def rollout_complete(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout:
-    """The candidate becomes the route's baseline for everyone."""
+def rollout_complete(
+    *, rollout: Rollout, actor=None, reason: str = "", evidence: dict | None = None, from_stage: int | None = None
+) -> Rollout:
+    """The candidate becomes the route's baseline for everyone. `from_stage`: only if the
+    rollout is still running at that stage (the guardrail job's decision was made on it)."""
     with transaction.atomic():
         rollout = _locked(rollout)
         if not rollout.is_active:
             raise ValidationError("Only an active rollout can be completed.")
+        if from_stage is not None and (rollout.status != Rollout.Status.RUNNING or rollout.stage_index != from_stage):
+            raise ValidationError("The rollout changed since this decision was made.")
         before = rollout.percent
         rollout.status = Rollout.Status.COMPLETED
         rollout.percent = Decimal("100")
@@ -235,5 +275,5 @@ def rollout_complete(*, rollout: Rollout, actor=None, reason: str = "") -> Rollo
         route.save()
         _event(rollout, RolloutEvent.Kind.COMPLETED, before, Decimal("100"),
                reason or f"Completed: {rollout.candidate.name} ({rollout.candidate_variant}) is now the baseline "
-               f"of {route.name}.", actor)
+               f"of {route.name}.", actor, evidence)
     return rollout

@@ -8,7 +8,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from router import routing, variants
-from router.models import ModelCall, PromptVariant, Provider, Route, Target
+from router.models import EvalRun, ModelCall, PromptVariant, Provider, Route, Target
 
 
 def cheap_target(name="deepseek-v4-flash-atlas", base_url="http://127.0.0.1:9/v1", key_env="LINDY_PROVIDER_KEY_ATLAS") -> Target:
@@ -59,3 +59,18 @@ def record_call(*, rollout, arm, user=None, error="", ago=timedelta(0), tokens=(
     if ago:
         ModelCall.objects.filter(pk=call.pk).update(created_at=timezone.now() - ago)
     return call
+
+
+def offline_evidence(route_obj: Route, target: Target, variant: str = "default", *, score: float = 1.0,
+                     baseline_score: float = 1.0) -> tuple[EvalRun, EvalRun]:
+    """Finished offline eval runs of the candidate (target, variant) and of the route's baseline,
+    as router.services.eval_run_execute leaves them, so a rollout may start. Tests of the
+    evidence gate itself run the real evals (tests/router/test_evidence.py)."""
+    now = timezone.now()
+
+    def run(target_id, name, value):
+        return EvalRun.objects.create(route=route_obj, target_id=target_id, variant=name, status=EvalRun.Status.DONE,
+                                      total=3, completed=3, passed=3, score=value, finished_at=now)
+
+    return (run(target.pk, variant, score),
+            run(route_obj.baseline_id, route_obj.baseline_variant, baseline_score))

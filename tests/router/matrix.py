@@ -6,7 +6,8 @@ from tests.router.helpers import cheap_target, route, variant
 def rollout_id(cast) -> int:
     agent = route("agent")
     variant(agent, "default")
-    return rollouts.rollout_start(route=agent, candidate=cheap_target()).pk
+    return rollouts.rollout_start(route=agent, candidate=cheap_target(), actor=cast.superuser,
+                                  override_reason="The agent route has no offline eval set yet.").pk
 
 
 def eval_run_id(cast) -> int:
@@ -15,6 +16,7 @@ def eval_run_id(cast) -> int:
 
 # Superusers manage routing: everyone else gets 404 (POSTs without a valid form get 400 or a redirect).
 MANAGER_POST = page(404, superuser=400)
+ROLLOUT_API = api(403, superuser=200)
 
 CASES = [
     Case("router/", "GET", "/router/", TEAM_ADMIN_PAGE),
@@ -39,4 +41,23 @@ CASES = [
          lambda cast: f"/api/router/routes/agent/assignment?user_id={cast.member.pk}", api(404, member=200, superuser=200)),
     Case("api/router/calls/<call_id>/scores", "POST", "/api/router/calls/999999/scores", api(404),
          body={"metric": "validator.blocked", "value": 1}),
+    # The rollout API: superusers (or their tokens) only, everyone else 403.
+    Case("api/router/routes/<route>", "GET", "/api/router/routes/agent", ROLLOUT_API),
+    # No offline evidence for the agent route (it has no eval set): 409 for the superuser.
+    Case("api/router/routes/<route>/rollouts", "POST", "/api/router/routes/agent/rollouts",
+         api(403, superuser=409), body={"target": "offline-rules"}),
+    Case("api/router/rollouts/<rollout_id>/pause", "POST",
+         lambda cast: f"/api/router/rollouts/{rollout_id(cast)}/pause", ROLLOUT_API, body={"reason": "matrix"}),
+    # A running rollout cannot resume: 409 for the superuser, after the permission check.
+    Case("api/router/rollouts/<rollout_id>/resume", "POST",
+         lambda cast: f"/api/router/rollouts/{rollout_id(cast)}/resume", api(403, superuser=409)),
+    Case("api/router/rollouts/<rollout_id>/rollback", "POST",
+         lambda cast: f"/api/router/rollouts/{rollout_id(cast)}/rollback", ROLLOUT_API),
+    Case("api/router/rollouts/<rollout_id>/complete", "POST",
+         lambda cast: f"/api/router/rollouts/{rollout_id(cast)}/complete", ROLLOUT_API),
+    Case("api/router/targets", "GET", "/api/router/targets", ROLLOUT_API),
+    Case("api/router/routes/<route>/evals", "POST", "/api/router/routes/validator/evals", api(403, superuser=201),
+         body={"target": "offline-rules", "variant": "default"}),
+    Case("api/router/evals", "GET", "/api/router/evals?route=validator", ROLLOUT_API),
+    Case("api/router/evals/<run_id>", "GET", lambda cast: f"/api/router/evals/{eval_run_id(cast)}", ROLLOUT_API),
 ]

@@ -5,13 +5,14 @@ import pytest
 from router import services
 from router.models import CallScore, ModelCall
 
-from .helpers import cheap_target, route, variant
+from .helpers import cheap_target, offline_evidence, route, variant
 
 
 @pytest.fixture
 def rollout(db):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     return services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
 
 

@@ -58,7 +58,8 @@ def test_bad_baseline_changes_nothing(cast):
 
 def test_refused_baseline_during_a_rollout_records_nothing(cast):
     agent = route("agent")
-    services.rollout_start(route=agent, candidate=cheap_target())
+    services.rollout_start(route=agent, candidate=cheap_target(), actor=cast.superuser,
+                           override_reason="The agent route has no offline eval set yet.")
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     response = client_for(cast.superuser).post("/router/routes/agent/baseline/",
                                                {"baseline": haiku.pk, "baseline_variant": "default"})

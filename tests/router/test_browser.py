@@ -9,7 +9,7 @@ from router.models import EvalRun, Rollout, Target
 from tests.factories import PASSWORD
 from tests.fixtures.live_browser import login
 
-from .helpers import cheap_target, record_call, route, variant
+from .helpers import cheap_target, offline_evidence, record_call, route, variant
 
 
 @pytest.mark.browser
@@ -17,6 +17,7 @@ from .helpers import cheap_target, record_call, route, variant
 def test_rollout_page_chart_and_buttons(browser_page, cast):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
     for days in range(3):
         record_call(rollout=rollout, arm="candidate", ago=timedelta(days=days))

@@ -11,7 +11,7 @@ from router.models import CallSample, CallScore, Rollout
 from router.offline import OfflineReply
 from tests.factories import UserFactory
 
-from .helpers import cheap_target, record_call, route, variant
+from .helpers import cheap_target, offline_evidence, record_call, route, variant
 
 STAGES = [
     {"percent": 1, "min_hours": 24, "min_samples": 10},
@@ -24,8 +24,9 @@ STAGES = [
 def rollout(db):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     return services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned",
-                                  stages=STAGES, min_scored_calls=10, score_margin=0.05)
+                                  stages=STAGES, min_scored_calls=10, score_margin=0.05, min_retention_users=5)
 
 
 def _age_stage(rollout, hours=25):
@@ -44,8 +45,28 @@ def _scored_calls(rollout, arm, values, metric="judge.quality", users=None):
         services.call_score_record(call_id=call.pk, metric=metric, value=value, source="test")
 
 
-def test_healthy_rollout_ramps_stage_by_stage(rollout):
+def _cohorts(rollout, baseline_back=6, candidate_back=6, size=6):
+    """Retention cohorts: `size` users per arm first seen 12 days ago, `*_back` of them back 2 days ago."""
+    for arm, back in (("baseline", baseline_back), ("candidate", candidate_back)):
+        for i, user in enumerate(UserFactory.create_batch(size)):
+            record_call(rollout=rollout, arm=arm, user=user, ago=timedelta(days=12))
+            if i < back:
+                record_call(rollout=rollout, arm=arm, user=user, ago=timedelta(days=2))
+
+
+def test_no_online_scores_holds_and_says_so(rollout):
     _age_stage(rollout)
+    _cohorts(rollout)
+    assert services.rollout_check(rollout=rollout) == "hold"
+    rollout.refresh_from_db()
+    assert rollout.status == "running" and rollout.percent == 1
+    assert "not enough evidence yet: no online eval scores yet (10 per arm needed)" in rollout.last_check["pending"]
+    assert [e.kind for e in rollout.events.all()] == ["started"]
+
+
+def test_held_evidence_ramps_stage_by_stage_and_the_last_stage_completes(rollout):
+    _age_stage(rollout)
+    _cohorts(rollout)
     _scored_calls(rollout, "baseline", [0.8] * 12)
     _scored_calls(rollout, "candidate", [0.8, 0.78, 0.82] * 4)
     assert services.rollout_check(rollout=rollout) == "ramp"
@@ -65,16 +86,33 @@ def test_healthy_rollout_ramps_stage_by_stage(rollout):
     assert services.rollout_check(rollout=rollout) == "ramp"
     rollout.refresh_from_db()
     assert rollout.percent == 100
-    assert services.rollout_check(rollout=rollout) == "ready_to_complete"
+    # The last stage (no minimum here) completes the rollout by itself: the candidate is the baseline.
+    assert services.rollout_check(rollout=rollout) == "complete"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.COMPLETED
+    assert (rollout.route.baseline_id, rollout.route.baseline_variant) == (rollout.candidate_id, "flash-tuned")
 
     events = list(rollout.events.all())
     assert [(e.kind, float(e.from_percent), float(e.to_percent)) for e in events] == [
-        ("started", 0, 1), ("ramped", 1, 10), ("ramped", 10, 100)]
+        ("started", 0, 1), ("ramped", 1, 10), ("ramped", 10, 100), ("completed", 100, 100)]
     ramp = events[1]
     assert ramp.actor is None
     assert "judge.quality: candidate 0.800 vs baseline 0.800" in ramp.reason
+    assert "7-day retention 100.0% on the candidate vs 100.0% on baseline" in ramp.reason
     assert "Next stage 10%" in ramp.reason
     assert ramp.evidence["scores"]["judge.quality"]["candidate"]["n"] == 12
+    assert {c["metric"]: c["verdict"] for c in ramp.evidence["checks"]} == {
+        "errors": "safe", "latency": "safe", "cost": "safe", "judge.quality": "safe", "retention": "safe"}
+    assert events[3].actor is None and "the last stage (100.00%) held its evidence" in events[3].reason
+
+
+def test_clearly_better_candidate_ramps(rollout):
+    _age_stage(rollout)
+    _cohorts(rollout)
+    _scored_calls(rollout, "baseline", [0.5, 0.6, 0.7] * 10)
+    _scored_calls(rollout, "candidate", [0.85, 0.9, 0.95] * 10)
+    assert services.rollout_check(rollout=rollout) == "ramp"
+    assert "judge.quality: candidate 0.900 vs baseline 0.600 (higher is better" in rollout.events.last().reason
 
 
 def test_degraded_rollout_is_rolled_back_with_its_reason(rollout):
@@ -87,25 +125,40 @@ def test_degraded_rollout_is_rolled_back_with_its_reason(rollout):
     event = rollout.events.last()
     assert event.kind == "rolled_back" and float(event.to_percent) == 0
     assert "judge.quality: candidate 0.600 vs baseline 0.850" in event.reason
+    assert "always-valid bound [-0.250, -0.250]" in event.reason and "alpha 0.05" in event.reason
     # Nobody is on the candidate any more, and the job leaves an ended rollout alone.
     assert services.rollout_check(rollout=rollout) == "skipped"
 
 
 def test_outcome_signal_where_lower_is_better_rolls_back(rollout):
-    _scored_calls(rollout, "baseline", [0.0] * 9 + [1.0], metric="validator.blocked")  # 10% blocked
-    _scored_calls(rollout, "candidate", [1.0] * 4 + [0.0] * 6, metric="validator.blocked")  # 40%
+    _scored_calls(rollout, "baseline", ([0.0] * 9 + [1.0]) * 6, metric="validator.blocked")  # 10% blocked
+    _scored_calls(rollout, "candidate", ([1.0] * 4 + [0.0] * 6) * 6, metric="validator.blocked")  # 40%
     assert services.rollout_check(rollout=rollout) == "roll_back"
-    assert "validator.blocked: candidate 0.400 vs baseline 0.100 (lower is better" in rollout.events.last().reason
+    reason = rollout.events.last().reason
+    assert "validator.blocked: candidate 0.400 vs baseline 0.100 (lower is better, margin 0.05, n=60/60" in reason
 
 
-def test_too_few_samples_holds(rollout):
+def test_too_few_samples_holds_even_when_they_look_bad(rollout):
     _age_stage(rollout)
     _scored_calls(rollout, "baseline", [0.9] * 12)
     _scored_calls(rollout, "candidate", [0.1] * 3)  # bad, but three calls prove nothing yet
     assert services.rollout_check(rollout=rollout) == "hold"
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.percent == 1
-    assert any("judge.quality: n=3 candidate" in line for line in rollout.last_check["pending"])
+    assert "not enough evidence yet: judge.quality: n=3 candidate / 12 baseline, 10 needed per arm" in (
+        rollout.last_check["pending"])
+
+
+def test_a_small_unsure_difference_holds_rather_than_rolls_back(rollout):
+    """Enough samples, a worse mean, but the always-valid interval still reaches the margin."""
+    _age_stage(rollout)
+    _cohorts(rollout)
+    _scored_calls(rollout, "baseline", [1.0, 0.0] * 10)
+    _scored_calls(rollout, "candidate", [1.0, 0.0, 0.0, 1.0, 0.0] * 4)
+    assert services.rollout_check(rollout=rollout) == "hold"
+    rollout.refresh_from_db()
+    assert any(line.startswith("not enough evidence yet: judge.quality: candidate 0.400 vs baseline 0.500")
+               for line in rollout.last_check["pending"])
 
 
 def test_error_rate_regression_rolls_back(rollout):
@@ -117,20 +170,27 @@ def test_error_rate_regression_rolls_back(rollout):
 
 
 def test_worse_retention_rolls_back(rollout):
-    Rollout.objects.filter(pk=rollout.pk).update(min_retention_users=5, retention_days=7)
-    rollout.refresh_from_db()
-    baseline_users = UserFactory.create_batch(6)
-    candidate_users = UserFactory.create_batch(6)
-    for user in baseline_users:
-        record_call(rollout=rollout, arm="baseline", user=user, ago=timedelta(days=12))
-        record_call(rollout=rollout, arm="baseline", user=user, ago=timedelta(days=2))  # came back
-    for i, user in enumerate(candidate_users):
-        record_call(rollout=rollout, arm="candidate", user=user, ago=timedelta(days=12))
-        if i == 0:
-            record_call(rollout=rollout, arm="candidate", user=user, ago=timedelta(days=1))
+    _cohorts(rollout, baseline_back=20, candidate_back=3, size=20)
     assert services.rollout_check(rollout=rollout) == "roll_back"
     reason = rollout.events.last().reason
-    assert "7-day retention 16.7% on the candidate vs 100.0% on baseline" in reason
+    assert "7-day retention 15.0% on the candidate vs 100.0% on baseline" in reason
+
+
+def test_sample_ratio_mismatch_flags_broken_bucketing_and_holds(rollout):
+    services.rollout_stages_update(rollout=rollout, stages=[
+        {"percent": 1, "min_hours": 0, "min_samples": 0}, {"percent": 50, "min_hours": 0, "min_samples": 0},
+        {"percent": 100, "min_hours": 0, "min_samples": 0}])
+    services.rollout_ramp(rollout=rollout, reason="Half the users, by hand.")
+    rollout.refresh_from_db()
+    _cohorts(rollout)
+    # A 50 % stage in which four users in five land on the candidate: bucketing is broken.
+    _scored_calls(rollout, "candidate", [0.8] * 40, users=UserFactory.create_batch(40))
+    _scored_calls(rollout, "baseline", [0.8] * 10, users=UserFactory.create_batch(10))
+    assert services.rollout_check(rollout=rollout) == "hold"
+    rollout.refresh_from_db()
+    assert rollout.last_check["srm_mismatch"] is True
+    assert any("40 candidate / 10 baseline users in this stage for a 50% split" in line and "MISMATCH" in line
+               for line in rollout.last_check["pending"])
 
 
 def test_paused_rollouts_are_left_alone_and_resume(rollout, cast):
@@ -230,6 +290,7 @@ def test_every_percentage_change_is_an_event_with_a_reason(rollout, cast):
     from router.services.rollouts import _event
 
     _age_stage(rollout)
+    _cohorts(rollout)
     _scored_calls(rollout, "baseline", [0.8] * 12)
     _scored_calls(rollout, "candidate", [0.8] * 12)
     assert services.rollout_check(rollout=rollout) == "ramp"  # the guardrail job
@@ -253,6 +314,7 @@ def test_every_percentage_change_is_an_event_with_a_reason(rollout, cast):
     with pytest.raises(ValidationError):
         services.rollout_roll_back(rollout=rollout, reason="too late")
 
+    offline_evidence(rollout.route, cheap_target(name="other-flash"))
     second = services.rollout_start(route=rollout.route, candidate=cheap_target(name="other-flash"), stages=STAGES)
     services.rollout_roll_back(rollout=second, reason="Rolled back by hand.", actor=cast.superuser)
     _assert_every_change_is_an_event(second)
@@ -328,6 +390,7 @@ def test_a_stale_decision_never_ramps_twice(rollout, monkeypatch):
     from router.services import guardrails
 
     _age_stage(rollout)
+    _cohorts(rollout)
     _scored_calls(rollout, "baseline", [0.8] * 12)
     _scored_calls(rollout, "candidate", [0.8] * 12)
     evaluate = guardrails.evaluate
@@ -361,7 +424,8 @@ def test_the_aggregates_only_count_calls_inside_the_window(rollout, settings, dj
     _scored_calls(rollout, "candidate", [0.8] * 12)
     calls = selectors.arm_calls(rollout)
     assert calls["candidate"]["calls"] == 12 == calls["baseline"]["calls"]
-    assert selectors.arm_scores(rollout)["judge.quality"]["candidate"] == {"mean": pytest.approx(0.8), "n": 12}
+    assert selectors.arm_scores(rollout)["judge.quality"]["candidate"] == {
+        "mean": pytest.approx(0.8), "var": pytest.approx(0), "n": 12}
     with django_assert_max_num_queries(12):
         result = services.guardrails.evaluate(rollout)
     assert not result["problems"]
@@ -371,3 +435,14 @@ def test_the_aggregates_only_count_calls_inside_the_window(rollout, settings, dj
     # The window filter (rollout, arm, created_at) has an index of exactly that shape.
     assert any(index.fields == ["rollout", "arm", "created_at"] for index in ModelCall._meta.indexes)
 
+
+
+def test_slower_candidate_rolls_back_on_latency(rollout):
+    from router.models import ModelCall
+
+    for i in range(30):
+        ModelCall.objects.filter(pk=record_call(rollout=rollout, arm="baseline").pk).update(latency_ms=900 + i)
+        ModelCall.objects.filter(pk=record_call(rollout=rollout, arm="candidate").pk).update(latency_ms=3000 + i)
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    reason = rollout.events.last().reason
+    assert "latency per call 3014 ms on the candidate vs 914 ms on baseline (margin +25%, n=30/30" in reason

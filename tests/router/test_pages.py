@@ -9,13 +9,14 @@ from router.models import EvalRun, ModelCall, ModelChoice, Provider, Rollout, Ro
 from router.offline import OfflineReply, tool_call
 from tests.conftest import client_for
 
-from .helpers import cheap_target, record_call, route, variant
+from .helpers import cheap_target, offline_evidence, record_call, route, variant
 
 
 @pytest.fixture
 def rollout(db):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
     for arm in ("baseline", "candidate"):
         for days in range(3):
@@ -91,12 +92,39 @@ def test_start_rollout_from_the_route_page(cast):
     bad = client.post("/router/routes/email.draft/rollouts/", {**form, "stages": "10 1 1\n5 1 1"})
     assert bad.status_code == 400 and "must rise" in bad.content.decode()
     assert not Rollout.objects.exists()
+    # No offline evidence: the form says what is missing, and nothing starts.
+    refused = client.post("/router/routes/email.draft/rollouts/", form)
+    page = refused.content.decode()
+    assert refused.status_code == 409 and not Rollout.objects.exists()
+    assert "No finished offline eval of email.draft on deepseek-v4-flash-atlas with prompt variant" in page
+    assert 'id="evidence-rule"' in page and "no worse than the latest eval of the baseline" in page
+    offline_evidence(email, target, "flash-tuned")
     response = client.post("/router/routes/email.draft/rollouts/", form)
     rollout = Rollout.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/router/rollouts/{rollout.pk}/"
     assert [s["percent"] for s in rollout.stages] == [1, 10, 100] and rollout.created_by == cast.superuser
+    assert rollout.alpha == 0.05 and rollout.override_reason == ""
+    assert 'id="offline-evidence"' in client.get(response["Location"]).content.decode()
     again = client.post("/router/routes/email.draft/rollouts/", form)
     assert again.status_code == 409 and Rollout.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_superuser_starts_without_evidence_from_the_page_only_with_a_reason(cast):
+    target = cheap_target()
+    email = route("email.draft")
+    variant(email, "flash-tuned")
+    client = client_for(cast.superuser)
+    form = {"candidate": target.pk, "candidate_variant": "flash-tuned", "stages": "1 24 30\n100 0 0",
+            "include_internal": "on", "score_margin": "0.05", "min_scored_calls": "30", "retention_days": "7",
+            "retention_margin": "0.1", "alpha": "0.05", "override_reason": "  "}
+    assert client.post("/router/routes/email.draft/rollouts/", form).status_code == 409
+    form["override_reason"] = "The eval set has no case for this language yet; watching it by hand."
+    response = client.post("/router/routes/email.draft/rollouts/", form)
+    rollout = Rollout.objects.get()
+    assert response.status_code == 302 and rollout.override_by == cast.superuser
+    page = client.get(response["Location"]).content.decode()
+    assert "Started without offline evidence" in page and "no case for this language yet" in page
 
 
 @pytest.mark.django_db
@@ -138,7 +166,8 @@ def test_eval_from_the_ui_with_progress(cast, offline_rule, monkeypatch, django_
 
     offline_rule("validator", lambda request: OfflineReply(tool_calls=[tool_call("record_verdict", {
         "approved": False, "reasoning": "rule", "confidence": "high", "suggestedNextStep": "ask the user"})]))
-    monkeypatch.setattr(tasks.eval_run, "delay", lambda run_id: tasks.eval_run.apply(args=[run_id]))
+    # The task runs in this process (lindy.queue looks it up by name and calls apply_async).
+    monkeypatch.setattr(tasks.eval_run, "apply_async", lambda args, **options: tasks.eval_run.apply(args=args))
     client = client_for(cast.superuser)
     offline = Target.objects.get(name="offline-rules")
     with django_capture_on_commit_callbacks(execute=True):

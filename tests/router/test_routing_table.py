@@ -6,7 +6,7 @@ from router import gateway, routing, services
 from router.models import ModelCall, Route
 from router.offline import OfflineReply
 
-from .helpers import cheap_target, route, variant
+from .helpers import cheap_target, offline_evidence, route, variant
 
 
 @pytest.mark.django_db
@@ -14,6 +14,7 @@ def test_choosing_a_target_costs_no_query_once_cached(cast, django_assert_num_qu
     email = route("email.draft")
     target = cheap_target()
     variant(email, "flash-tuned")
+    offline_evidence(email, target, "flash-tuned")
     services.rollout_start(route=email, candidate=target, candidate_variant="flash-tuned", actor=cast.superuser)
     services.model_choice_set(user=cast.admin, target=target)
     for user in (cast.member, cast.admin, cast.other_admin):
@@ -57,6 +58,7 @@ def test_rollout_changes_reach_the_gateway_and_calls_record_their_arm(cast, offl
     email = route("email.draft")
     target = cheap_target()
     variant(email, "flash-tuned")
+    offline_evidence(email, target, "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=target, candidate_variant="flash-tuned")
     seen = []
     offline_rule("email.draft", lambda request: OfflineReply(text=f"{request.prompt_variant}: {request.system_text()}"))
@@ -84,6 +86,7 @@ def test_completing_a_rollout_makes_the_candidate_the_baseline(cast):
     email = route("email.draft")
     target = cheap_target()
     variant(email, "flash-tuned")
+    offline_evidence(email, target, "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=target, candidate_variant="flash-tuned")
     services.rollout_complete(rollout=rollout, actor=cast.superuser)
     email.refresh_from_db()
@@ -106,6 +109,7 @@ def test_a_gateway_call_costs_only_its_own_record(cast, django_assert_num_querie
 def test_a_caller_that_ignores_variants_is_recorded_with_the_default_prompt(cast, offline_rule, caplog):
     email = route("email.draft")
     variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
     rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
     offline_rule("email.draft", lambda request: OfflineReply(text=request.prompt_variant))
     # The member is internal, so on the candidate: the target serves, but the prompt is the default one.

@@ -1,0 +1,121 @@
+"""Offline evidence before traffic: a rollout of (route, target, variant) may start only when
+the latest finished offline eval of exactly that triple on the route's eval set passed its
+thresholds and is not worse than the latest eval of the route's baseline by more than the
+margin (settings.ROUTER_EVAL_*). Reads only: rollout_start writes what it found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from .. import gateway
+from ..models import EvalRun, Route, Target
+from .evals import has_eval_set
+
+MISSING_EVIDENCE = "missing_evidence"
+
+
+class MissingEvidence(ValidationError):
+    """The evidence a rollout needs is not there; `missing` names each piece."""
+
+    def __init__(self, missing: list[str]):
+        super().__init__("No offline evidence for this rollout: " + " ".join(missing), code=MISSING_EVIDENCE)
+        self.missing = missing
+
+
+def thresholds() -> dict:
+    return {"min_score": settings.ROUTER_EVAL_MIN_SCORE, "max_error_rate": settings.ROUTER_EVAL_MAX_ERROR_RATE,
+            "baseline_margin": settings.ROUTER_EVAL_BASELINE_MARGIN}
+
+
+def run_failures(run: EvalRun) -> list[str]:
+    """Why a run does not pass the thresholds (empty: it passes)."""
+    limits = thresholds()
+    if run.status != EvalRun.Status.DONE:
+        return [f"eval run {run.pk} is {run.status}, not done"]
+    failures = []
+    if run.total == 0 or run.completed < run.total:
+        failures.append(f"eval run {run.pk} ran {run.completed} of {run.total} cases")
+    if run.score is None or run.score < limits["min_score"]:
+        score = "no score" if run.score is None else f"score {run.score:.3f}"
+        failures.append(f"eval run {run.pk} has {score}, below the threshold {limits['min_score']:g}")
+    if stood_in(run):
+        failures.append(f"eval run {run.pk} was answered by the offline rules, not by {run.target.name}")
+    failures += [f"eval run {run.pk}: {line}" for line in run.gate_failures or []]
+    error_rate = run.errors / run.total if run.total else 0.0
+    if error_rate > limits["max_error_rate"]:
+        failures.append(f"eval run {run.pk} errored on {run.errors} of {run.total} cases "
+                        f"(at most {limits['max_error_rate']:.0%} allowed)")
+    return failures
+
+
+def stood_in(run: EvalRun) -> bool:
+    """The offline rules answered for a real target (the product had no model keys then): with
+    keys configured now, such a run says nothing about the target."""
+    return run.provider_used == "offline" and run.target.provider != "offline" and not gateway.offline_mode()
+
+
+def run_passed(run: EvalRun) -> bool | None:
+    """Whether a finished run passes the thresholds; None while it is still queued or running."""
+    if run.status in (EvalRun.Status.QUEUED, EvalRun.Status.RUNNING):
+        return None
+    return not run_failures(run)
+
+
+def latest_finished(route: Route, target_id: int, variant: str) -> EvalRun | None:
+    return (EvalRun.objects.select_related("target").filter(route=route, target_id=target_id, variant=variant,
+                                   status__in=(EvalRun.Status.DONE, EvalRun.Status.FAILED))
+            .order_by("-finished_at", "-pk").first())
+
+
+@dataclass
+class Evidence:
+    missing: list[str] = field(default_factory=list)
+    candidate_run: EvalRun | None = None
+    baseline_run: EvalRun | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def as_dict(self) -> dict:
+        def brief(run):
+            return None if run is None else {"id": run.pk, "target": run.target.name, "variant": run.variant,
+                                             "score": run.score, "total": run.total, "errors": run.errors}
+        return {"ok": self.ok, "missing": self.missing, "candidate_run": brief(self.candidate_run),
+                "baseline_run": brief(self.baseline_run), "thresholds": thresholds()}
+
+
+def rollout_evidence(*, route: Route, target: Target, variant: str) -> Evidence:
+    """What the offline evals say about moving `route` to (target, variant)."""
+    evidence = Evidence()
+    triple = f"{route.name} on {target.name} with prompt variant {variant!r}"
+    if not has_eval_set(route.name):
+        evidence.missing.append(f"Route {route.name} has no offline eval set (router/evals/{route.name}.jsonl).")
+        return evidence
+    run = latest_finished(route, target.pk, variant)
+    evidence.candidate_run = run
+    if run is None:
+        evidence.missing.append(f"No finished offline eval of {triple}: run one "
+                                f"(POST /api/router/routes/{route.name}/evals).")
+    else:
+        failures = run_failures(run)
+        if failures:
+            evidence.missing.append(f"The latest eval of {triple} did not pass: {'; '.join(failures)}.")
+    base = latest_finished(route, route.baseline_id, route.baseline_variant)
+    evidence.baseline_run = base
+    baseline = f"the baseline {route.baseline.name} with prompt variant {route.baseline_variant!r}"
+    if base is None or base.status != EvalRun.Status.DONE or base.score is None:
+        evidence.missing.append(f"No finished offline eval of {baseline} to compare with: run one.")
+    elif stood_in(base):
+        evidence.missing.append(f"The latest eval of {baseline} (run {base.pk}) was answered by the offline rules: "
+                                "run it again against the model.")
+    elif run is not None and run.score is not None:
+        margin = settings.ROUTER_EVAL_BASELINE_MARGIN
+        if run.score < base.score - margin:
+            evidence.missing.append(
+                f"The candidate's eval score {run.score:.3f} (run {run.pk}) is worse than {baseline}'s "
+                f"{base.score:.3f} (run {base.pk}) by more than the margin {margin:g}.")
+    return evidence
