@@ -67,7 +67,10 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     routes = ops.get("/router/").content.decode()
     assert "validator" in routes and "learner.judge" not in routes
     page = ops.get(f"/router/rollouts/{rollout.pk}/").content.decode()
-    assert "judge.quality" in page and "Guardrail:" in page and rollout.candidate.name in page
+    # A handful of demo users can't give the sequential test its minimum samples: the page says the
+    # stage holds and why, rather than showing a ramp the evidence didn't earn.
+    assert "judge.quality" in page and "Last guardrail check" in page and rollout.candidate.name in page
+    assert "Guardrail:" in page or "not enough evidence yet" in page
     with django_assert_max_num_queries(12):
         costs = ops.get("/router/costs/")
     body = costs.content.decode()

@@ -26,7 +26,7 @@ from tests.validator.helpers import RECORDER, task_with
 from validator import prompts as validator_prompts
 from validator import services as validator_services
 
-from .helpers import cheap_target, route
+from .helpers import cheap_target, offline_evidence, route
 
 pytestmark = pytest.mark.django_db
 JUSTIFICATION = 'The user asked: "Send an email to jane@initech.test saying the contract is signed."'
@@ -153,7 +153,9 @@ def test_online_judge_variants_send_different_prompts(cast, sent):
 def test_a_rollout_serves_and_records_its_candidate_variant(cast, sent):
     """Through a rollout (internal users first), the candidate's variant is the prompt sent."""
     seen = sent("validator")
-    rollout = services.rollout_start(route=route("validator"), candidate=cheap_target(), candidate_variant="checklist")
+    validator, target = route("validator"), cheap_target()
+    offline_evidence(validator, target, "checklist")
+    rollout = services.rollout_start(route=validator, candidate=target, candidate_variant="checklist")
     task = task_with(cast.member, cast.team, [("user", "Send an email to jane@initech.test saying the contract is signed.")])
     validator_services.check(user=cast.member, team=cast.team, task=task, tool="send_email",
                              arguments={"to": ["jane@initech.test"], "subject": "Contract", "body": "The contract is signed."},
@@ -186,7 +188,9 @@ def test_the_router_refuses_what_the_owner_cannot_build(cast):
     assert 400 <= response.status_code < 500
     assert not Rollout.objects.exists() and not EvalRun.objects.exists()
     # What the owner builds is accepted.
-    assert services.rollout_start(route=agent, candidate=target, candidate_variant="concise").candidate_variant == "concise"
+    # (The agent route has no eval set, so a superuser's written override stands in for evidence.)
+    assert services.rollout_start(route=agent, candidate=target, candidate_variant="concise", actor=cast.superuser,
+                                  override_reason="agent has no eval set yet").candidate_variant == "concise"
 
 
 def test_a_route_no_app_owns_builds_nothing():
