@@ -36,7 +36,9 @@ from django.db import transaction
 
 from lindy import outages
 
+from . import variants
 from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+from .registry import _ROUTES, RouteSpec, register_route, registered_routes  # noqa: F401  (the routing API)
 
 VERSION_KEY = "router:table:version"
 TABLE_KEY = "router:table:{version}"
@@ -73,31 +75,6 @@ DEFAULT_TARGETS: list[dict[str, Any]] = [
 ]
 DEFAULT_TARGET = "claude-sonnet-4-6-anthropic"
 
-# The routes the product calls. Each is registered by the app that owns it, from its
-# AppConfig.ready(), with register_route(); ensure_defaults() creates the registered routes.
-_ROUTES: dict[str, RouteSpec] = {}
-
-
-@dataclass(frozen=True)
-class RouteSpec:
-    name: str
-    description: str
-    owner: str  # the app label that calls the route
-
-
-def register_route(name: str, *, description: str, owner: str) -> RouteSpec:
-    """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
-    for one name is a programming error."""
-    spec = RouteSpec(name=name, description=description, owner=owner)
-    current = _ROUTES.get(name)
-    if current is not None and current.owner != owner:
-        raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
-    _ROUTES[name] = spec
-    return spec
-
-
-def registered_routes() -> dict[str, RouteSpec]:
-    return dict(_ROUTES)
 
 
 @dataclass(frozen=True)
@@ -414,8 +391,6 @@ def _bump() -> None:
 def ensure_defaults() -> None:
     """Create the default providers, targets, the registered routes and the prompt variants
     their owners build (router.variants) if missing. Idempotent."""
-    from . import variants  # it reads this module's route registry
-
     with transaction.atomic():
         hosts = {}
         for spec in DEFAULT_PROVIDERS:

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from django.core.exceptions import ValidationError
 
-from . import routing
+from . import registry
 
 DEFAULT = "default"
 _VARIANTS: dict[str, dict[str, str]] = {}
@@ -37,7 +37,7 @@ class UnknownVariant(ValueError):
 def register(variants: Mapping[str, Mapping[str, str]], *, owner: str) -> None:
     """`variants`: {route: {variant name: description}}. Each route must be registered by
     `owner` (routing.register_route) and list `default`. Registering again replaces."""
-    routes = routing.registered_routes()
+    routes = registry.registered_routes()
     for route, named in variants.items():
         spec = routes.get(route)
         if spec is None or spec.owner != owner:
@@ -49,7 +49,7 @@ def register(variants: Mapping[str, Mapping[str, str]], *, owner: str) -> None:
 
 def buildable(route: str) -> dict[str, str]:
     """{variant: description} the route's owner builds; empty when no app owns the route."""
-    if route not in routing.registered_routes():
+    if route not in registry.registered_routes():
         return {}
     return dict(_VARIANTS.get(route, {DEFAULT: "The app's own prompt (it has no other variant)."}))
 
@@ -60,7 +60,7 @@ def check(route: str, variant: str) -> None:
     if not known:
         raise ValidationError(f"No app owns route {route!r}, so no prompt of it can be built or served.")
     if variant not in known:
-        owner = routing.registered_routes()[route].owner
+        owner = registry.registered_routes()[route].owner
         raise ValidationError(
             f"The {owner} app builds no prompt variant {variant!r} for route {route!r} "
             f"(it builds {', '.join(sorted(known))})."

@@ -1,0 +1,32 @@
+"""The routes the product calls, each declared by the app that owns it (from its
+AppConfig.ready()). Kept apart from routing so that router.variants, which checks owners, and
+routing, which creates the registered routes' rows, both read it without importing each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# ensure_defaults() (router.routing) creates the registered routes.
+_ROUTES: dict[str, RouteSpec] = {}
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    name: str
+    description: str
+    owner: str  # the app label that calls the route
+
+
+def register_route(name: str, *, description: str, owner: str) -> RouteSpec:
+    """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
+    for one name is a programming error."""
+    spec = RouteSpec(name=name, description=description, owner=owner)
+    current = _ROUTES.get(name)
+    if current is not None and current.owner != owner:
+        raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
+    _ROUTES[name] = spec
+    return spec
+
+
+def registered_routes() -> dict[str, RouteSpec]:
+    return dict(_ROUTES)
