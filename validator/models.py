@@ -79,11 +79,16 @@ class Decision(models.Model):
         # The lists read one user's decisions newest first (all of them, or one status), so each
         # index ends in the list's order (-created_at, -id) and PostgreSQL stops after one page
         # instead of sorting every row the user has. The team filter the permission rules add is
-        # checked on those few rows. The admins' statistics read (team, created_at) and the columns they
+        # checked on those few rows. "All decisions" leaves out the exempt ones (30 % or more): its own
+        # partial index, with the team in it, serves that exact filter and order from the index alone,
+        # so a deep page skips its offset (and the capped count reads its rows) without the table.
+        # The admins' statistics read (team, created_at) and the columns they
         # count, all from the index.
         indexes = [
             models.Index(fields=["user", "status", "-created_at", "-id"], name="decision_user_status_newest"),
             models.Index(fields=["user", "-created_at", "-id"], name="decision_user_newest"),
+            models.Index(fields=["user", "-created_at", "-id"], include=["team"], condition=~models.Q(status="exempt"),
+                         name="decision_user_shown_newest"),
             models.Index(fields=["team", "created_at"], include=["status", "tool", "approved", "validator_failure"],
                          name="decision_team_period"),
         ]

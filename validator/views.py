@@ -18,6 +18,8 @@ from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20
 FILTERS = {"blocked": Decision.Status.BLOCKED, "all": None}
+LIST_DEFERRED = ("history", "evidence", "execution_result", "justification", "reasoning", "failure_reason",
+                 "suggested_next_step")
 
 
 def _reviewer_only(request):
@@ -34,6 +36,9 @@ def blocked_list(request):
     queryset = selectors.decision_list(request.user, FILTERS[show])
     if show == "all":
         queryset = queryset.exclude(status=Decision.Status.EXEMPT)
+    # The rows show the action, task, status and time: the history the validator saw and its
+    # evidence (often kilobytes each) stay in the table until a decision is opened.
+    queryset = queryset.defer(*LIST_DEFERRED)
     asked = page_number(request.GET.get("page"))
     page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
