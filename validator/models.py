@@ -113,6 +113,36 @@ class Decision(models.Model):
         return self.status == self.Status.BLOCKED
 
 
+class DecisionDay(models.Model):
+    """One team's validated decisions of one tool on one (past) day: what the admins' statistics
+    read instead of the decisions themselves, so the page costs O(days), not O(decisions).
+    Written only by validator.daily_stats, once the day has ended; never updated after."""
+
+    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=100)
+    day = models.DateField()
+    total = models.PositiveIntegerField()
+    blocked = models.PositiveIntegerField(help_text="Not approved by the validator (failures included).")
+    failures = models.PositiveIntegerField(help_text="The validator could not give a verdict.")
+
+    class Meta:
+        # The unique index (team, day, tool) also serves the page's read: its teams, a range of days.
+        constraints = [models.UniqueConstraint(fields=["team", "day", "tool"], name="one_decision_day_per_tool")]
+
+    def __str__(self):
+        return f"{self.tool} on {self.day} for team {self.team_id}: {self.total}"
+
+
+class DecisionRollup(models.Model):
+    """The one row saying through which day DecisionDay is complete: later days are read live."""
+
+    through = models.DateField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"decision statistics rolled up through {self.through}"
+
+
 class EvalMatrix(models.Model):
     """One run of the validator's eval suite across prompt variants × targets (model sizes): the
     seed's 540-run matrix per change. The cases are copied in when the run starts, so every cell
