@@ -202,8 +202,8 @@ def route_limits(routes: list[str]) -> dict[str, tuple[int, str]]:
     superuser set it, else ROUTER_ROUTE_CONCURRENCY."""
     from .models import Route
 
-    rows = dict(Route.objects.filter(name__in=routes, max_concurrency__isnull=False)
-                .values_list("name", "max_concurrency"))
+    rows: dict[str, int] = {name: limit for name, limit in Route.objects.filter(
+        name__in=routes, max_concurrency__isnull=False).values_list("name", "max_concurrency") if limit is not None}
     return {route: (rows[route], FROM_DATABASE) if route in rows
             else (int(settings.ROUTER_ROUTE_CONCURRENCY.get(route, 0)), FROM_SETTINGS) for route in routes}
 

@@ -40,7 +40,7 @@ def budget_rows() -> list[BudgetRow]:
     keys = budget_keys()
     found = budgets.configured(keys)
     limited = {key: c.budget for key, c in found.items() if c.budget is not None}
-    used = budgets.usage(limited) or {}  # type: ignore[arg-type]
+    used = budgets.usage(limited) or {}
     return [BudgetRow(key, found[key], used.get(key)) for key in keys]
 
 

@@ -7,8 +7,7 @@ class ValidatorConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import schedules
-        from lindy import navigation
+        from lindy import navigation, schedules
         from router.routing import register_route
         from router.services.evals import register_request_builder
 

@@ -79,8 +79,9 @@ def day_rows(team_ids: list[int], first_day: date) -> list[dict]:
     rows: list[dict] = []
     live_from = first_day
     if through is not None and through >= first_day:
-        rows += DecisionDay.objects.filter(team_id__in=team_ids, day__gte=first_day, day__lte=through).values(
-            "team_id", "tool", "day", "total", "blocked", "failures")
+        rows += [dict(row) for row in DecisionDay.objects.filter(
+            team_id__in=team_ids, day__gte=first_day, day__lte=through).values(
+            "team_id", "tool", "day", "total", "blocked", "failures")]
         live_from = through + timedelta(days=1)
     rows += _aggregate(Decision.objects.filter(team_id__in=team_ids, created_at__gte=_start(live_from)))
     return rows

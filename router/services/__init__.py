@@ -11,8 +11,8 @@ from .config import (
 )
 from .evals import eval_run_create, eval_run_execute
 from .guardrails import check_all as guardrails_check_all
-from .limits import provider_budget_clear, provider_budget_set, route_concurrency_set
 from .guardrails import rollout_check
+from .limits import provider_budget_clear, provider_budget_set, route_concurrency_set
 from .rollouts import (
     rollout_complete,
     rollout_pause,

@@ -52,8 +52,8 @@ def _direct(user, days: int) -> dict:
 def _shown(user, days: int) -> dict:
     """The page's figures: per team, tool and day as the page reads them (each day from one place,
     a summary or the live aggregate), and the page's totals per tool checked against those days."""
-    from lindy.permissions import admin_team_ids
     from lindy.models import Team
+    from lindy.permissions import admin_team_ids
 
     first_day = timezone.localdate() - timedelta(days=days - 1)
     names = dict(Team.objects.values_list("pk", "name"))
@@ -65,7 +65,7 @@ def _shown(user, days: int) -> dict:
     for team, data in selectors.team_stats(user, days=days).items():
         for tool in data["tools"]:
             mine = [v for (t, name, _), v in out.items() if (t, name) == (team, tool["tool"])]
-            assert (tool["total"], tool["blocked"], tool["failures"]) == tuple(map(sum, zip(*mine)))
+            assert (tool["total"], tool["blocked"], tool["failures"]) == tuple(map(sum, zip(*mine, strict=True)))
     return out
 
 
