@@ -9,8 +9,9 @@ Budgets protect providers; they must not take the product down: when Redis canno
 the call is allowed (and logged). Without REDIS_URL (a laptop) there are no budgets.
 
 The numbers: a superuser sets them on the Budgets page (ProviderBudget rows, Route.max_concurrency);
-ROUTER_PROVIDER_BUDGETS and ROUTER_ROUTE_CONCURRENCY are the defaults. They are read at every
-call (one indexed query), so a change applies to every worker's next call.
+ROUTER_PROVIDER_BUDGETS and ROUTER_ROUTE_CONCURRENCY are the defaults. They travel with the
+routing table, so a call reads them from process memory and a change reaches every worker within
+a second (router.routing.CHECK_EVERY).
 
     wait = take("anthropic", tokens=1200)   # 0.0: go; > 0: seconds until the buckets allow it
 """
@@ -124,11 +125,11 @@ class Configured:
 def configured(keys: list[str]) -> dict[str, Configured]:
     """Each key's budget in one query: its row in the database (set by a superuser), else its
     setting in ROUTER_PROVIDER_BUDGETS, else the "default" row, else the "default" setting.
-    Read at every call, so a change applies to every worker's next call."""
-    from .models import ProviderBudget
+    The rows come with the routing table (process memory, checked against its version at most
+    once a second), so a call costs no query and a change reaches every worker within a second."""
+    from .routing import table
 
-    rows = {row.key: Configured(row.requests_per_minute, row.tokens_per_minute, FROM_DATABASE)
-            for row in ProviderBudget.objects.filter(key__in={*keys, "default"})}
+    rows = {key: Configured(rpm, tpm, FROM_DATABASE) for key, (rpm, tpm) in table().budgets.items()}
     conf = {key: Configured(int(entry.get("rpm") or 0), int(entry.get("tpm") or 0), FROM_SETTINGS)
             for key, entry in settings.ROUTER_PROVIDER_BUDGETS.items()}
     fallback = rows.get("default") or conf.get("default") or Configured(0, 0, FROM_DEFAULT)
@@ -200,10 +201,11 @@ def take_or_wait(provider: str, *, tokens: int, max_wait: float, sleep=time.slee
 def route_limits(routes: list[str]) -> dict[str, tuple[int, str]]:
     """Each route's concurrency limit (0: none) and where it comes from: the route's row when a
     superuser set it, else ROUTER_ROUTE_CONCURRENCY."""
-    from .models import Route
+    from .routing import table
 
-    rows: dict[str, int] = {name: limit for name, limit in Route.objects.filter(
-        name__in=routes, max_concurrency__isnull=False).values_list("name", "max_concurrency") if limit is not None}
+    known = table().routes
+    rows = {name: info.max_concurrency for name, info in known.items()
+            if name in routes and info.max_concurrency is not None}
     return {route: (rows[route], FROM_DATABASE) if route in rows
             else (int(settings.ROUTER_ROUTE_CONCURRENCY.get(route, 0)), FROM_SETTINGS) for route in routes}
 

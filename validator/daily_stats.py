@@ -7,7 +7,9 @@ beat has not reached yet) are aggregated from the decisions live. So a page of 3
 most 30 summary rows per team and tool, plus today's decisions, whatever the history holds.
 
 Decisions are never re-dated or re-judged after they are stored (a status moves between validated
-states; `approved` and `validator_failure` are set once), so a rolled-up day stays right.
+states; `approved` and `validator_failure` are set once), so a rolled-up day stays right. A team
+deleted takes its summaries with it; a user deleted takes their decisions but not the team's past
+counts, which stay a record of what the validator judged.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Provider budgets and route concurrency, as a superuser sets them on the Budgets page: stored
 in the database over the settings' defaults, each change audited in its transaction. The next
-call of every worker reads them (router.budgets)."""
+call of every worker reads them (router.budgets) with the routing table, whose version each change bumps."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from .. import routing
 from ..limits import budget_keys
 from ..models import MAX_BUDGET, AuditEvent, ProviderBudget, Route
 from .audit import audit_event_record, snapshot
@@ -38,6 +39,7 @@ def provider_budget_set(*, key: str, requests_per_minute: int, tokens_per_minute
         row.save()
         audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_BUDGET_SET, obj=row, before=before,
                            after=snapshot(row, BUDGET_FIELDS))
+        routing.invalidate()  # budgets travel with the routing table
     return row
 
 
@@ -53,6 +55,7 @@ def provider_budget_clear(*, key: str, actor) -> None:
         row.pk = pk  # the audit names the row that was removed
         audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_BUDGET_SET, obj=row, before=before,
                            after=None)
+        routing.invalidate()
 
 
 def route_concurrency_set(*, route: Route, max_concurrency: int | None, actor) -> Route:
@@ -66,4 +69,5 @@ def route_concurrency_set(*, route: Route, max_concurrency: int | None, actor) -
         route.save(update_fields=["max_concurrency", "updated_at"])
         audit_event_record(actor=actor, action=AuditEvent.Action.ROUTE_CONCURRENCY_SET, obj=route, before=before,
                            after=snapshot(route, ["max_concurrency"]))
+        routing.invalidate()
     return route

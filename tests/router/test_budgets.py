@@ -13,7 +13,7 @@ from router import budgets, gateway
 from router.providers import offline as offline_provider
 from router.types import ModelError
 
-# Budgets are read from the database (a superuser's) over the settings at every call.
+# Budgets a superuser set travel with the routing table, which is loaded from the database.
 pytestmark = [pytest.mark.skipif(not django_settings.REDIS_URL, reason="needs Redis"), pytest.mark.django_db]
 
 
