@@ -27,8 +27,10 @@ from .models import Decision, DecisionDay, DecisionRollup
 VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
 # How long after midnight a day is taken as complete: longer than any transaction that stamps a decision.
 SETTLE = timedelta(hours=1)
-# Days rolled up per call: a first run over years of history catches up over several beat ticks.
+# Days rolled up per call: a first run over a long history catches up over several beat ticks.
 MAX_DAYS = 31
+# The longest period the page shows: days before it are never read, so never rolled up.
+MAX_PERIOD_DAYS = 365
 ROLLUP_PK = 1
 
 
@@ -62,7 +64,7 @@ def rollup(*, now: datetime | None = None, max_days: int = MAX_DAYS) -> int:
             oldest = Decision.objects.aggregate(oldest=Min("created_at"))["oldest"]
             if oldest is None:
                 return 0
-            first = timezone.localdate(oldest)
+            first = max(timezone.localdate(oldest), last_settled - timedelta(days=MAX_PERIOD_DAYS))
         last = min(last_settled, first + timedelta(days=max_days - 1))
         if last < first:
             return 0

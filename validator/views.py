@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from . import eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
+from . import daily_stats, eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
 from .counting import CappedPaginator, page_number
 from .models import Decision, EvalCandidate
 
@@ -120,7 +120,7 @@ def stats(request):
     if not permissions.can_view_decision_stats(request.user):
         raise Http404("Decision statistics are for team admins.")
     try:
-        days = max(1, min(int(request.GET.get("days", 30)), 365))
+        days = max(1, min(int(request.GET.get("days", 30)), daily_stats.MAX_PERIOD_DAYS))
     except ValueError:
         days = 30
     return render(request, "validator/stats.html", {"teams": selectors.team_stats(request.user, days=days),

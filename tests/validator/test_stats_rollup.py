@@ -149,3 +149,12 @@ def test_the_page_reads_summaries_and_only_todays_decisions(history, django_asse
 def test_the_roll_up_is_on_beats_schedule():
     entry = next(e for e in schedules.registered() if e.task == "validator.tasks.stats_rollup")
     assert entry.every_seconds <= 3600
+
+
+def test_the_first_roll_up_starts_no_further_back_than_the_page_can_show(history):
+    Decision.objects.create(team=history.team, user=history.member, tool="send_email", effect="third_party",
+                            status="blocked", created_at=timezone.now() - timedelta(days=500))
+    assert daily_stats.rollup(max_days=1) == 1
+    oldest_shown = timezone.localdate() - timedelta(days=daily_stats.MAX_PERIOD_DAYS + 2)
+    assert daily_stats.rolled_up_through() >= oldest_shown
+    assert not DecisionDay.objects.filter(day__lt=oldest_shown).exists()
