@@ -3,7 +3,7 @@ a blocked vendor payment, a blocked request from a third party, an allowed expli
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from lindy import services as lindy_services
 from lindy.models import AgentTask, TaskEvent
@@ -14,6 +14,7 @@ from . import tools
 
 
 class Script(TypedDict):
+    team: NotRequired[str]  # "Acme" when not given
     owner: str
     title: str
     events: list[tuple[str, str, str]]  # (actor, name, content)
@@ -57,31 +58,39 @@ SCRIPTS: list[Script] = [
 ]
 
 
+def run_script(ctx, script: Script) -> Decision | None:
+    """One scripted request, through the product: the task and its events, the validator's
+    decision, then the tool run (when allowed) and its result on the task. None when the task
+    already holds that decision (idempotent)."""
+    team = ctx.teams[script.get("team", "Acme")]
+    owner = ctx.users[script["owner"]]
+    task = AgentTask.objects.filter(team=team, owner=owner, title=script["title"]).first()
+    if task is None:
+        task = lindy_services.task_create(team=team, owner=owner, title=script["title"])
+        for actor, name, content in script["events"]:
+            lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
+    if Decision.objects.filter(task=task, tool=script["tool"]).exists():
+        return None
+    decision = services.check(
+        user=owner, team=team, task=task, tool=script["tool"], arguments=script["arguments"],
+        justification=script["justification"],
+    )
+    lindy_services.task_event_add(
+        task=task, actor=TaskEvent.Actor.ASSISTANT, tool_name=script["tool"],
+        content=f"Proposed: {decision.description}",
+        tool_arguments={**script["arguments"], "justification": script["justification"]},
+    )
+    if decision.approved:
+        result = tools.execute(tools.ExecutionContext(user=owner, team=team, task=task, decision=decision),
+                               script["tool"], script["arguments"])
+        services.decision_mark_executed(decision=decision, result=result.as_dict())
+        content = result.content
+    else:
+        content = f"BLOCKED by the validator (decision {decision.pk}): {decision.reasoning}"
+    lindy_services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=script["tool"], content=content)
+    return decision
+
+
 def seed(ctx) -> None:
-    acme = ctx.teams["Acme"]
     for script in SCRIPTS:
-        owner = ctx.users[script["owner"]]
-        task = AgentTask.objects.filter(team=acme, owner=owner, title=script["title"]).first()
-        if task is None:
-            task = lindy_services.task_create(team=acme, owner=owner, title=script["title"])
-            for actor, name, content in script["events"]:
-                lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
-        if Decision.objects.filter(task=task, tool=script["tool"]).exists():
-            continue
-        decision = services.check(
-            user=owner, team=acme, task=task, tool=script["tool"], arguments=script["arguments"],
-            justification=script["justification"],
-        )
-        lindy_services.task_event_add(
-            task=task, actor=TaskEvent.Actor.ASSISTANT, tool_name=script["tool"],
-            content=f"Proposed: {decision.description}",
-            tool_arguments={**script["arguments"], "justification": script["justification"]},
-        )
-        if decision.approved:
-            result = tools.execute(tools.ExecutionContext(user=owner, team=acme, task=task, decision=decision),
-                                   script["tool"], script["arguments"])
-            services.decision_mark_executed(decision=decision, result=result.as_dict())
-            content = result.content
-        else:
-            content = f"BLOCKED by the validator (decision {decision.pk}): {decision.reasoning}"
-        lindy_services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=script["tool"], content=content)
+        run_script(ctx, script)

@@ -3,6 +3,7 @@ from django.contrib import admin
 from .models import (
     InboundBundle,
     NumberDay,
+    OptOut,
     OutboundMessage,
     RatioAlert,
     SendingNumber,
@@ -68,3 +69,10 @@ class SlackChannelAdmin(admin.ModelAdmin):
     list_display = ["name", "channel_id", "team", "is_private", "active", "use_for_team_memory"]
     list_filter = ["is_private", "active", "team"]
     inlines = [ShareInline]
+
+
+@admin.register(OptOut)
+class OptOutAdmin(admin.ModelAdmin):
+    list_display = ["phone", "channel", "keyword", "opted_out_at", "opted_in_at", "profile"]
+    list_filter = ["channel"]
+    raw_id_fields = ["profile"]

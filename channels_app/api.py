@@ -10,7 +10,7 @@ from ninja import Field, Router, Schema
 from lindy.api_errors import ApiError
 
 from . import permissions, selectors, services
-from .models import SlackChannel, SlackChannelShare
+from .models import RatioAlert, SlackChannel, SlackChannelShare
 
 router = Router(tags=["channels"])
 
@@ -152,3 +152,26 @@ def health(request):
             for row in selectors.numbers_over_threshold()]
     return {"warn": settings.CHANNELS_RATIO_WARN, "critical": settings.CHANNELS_RATIO_CRITICAL,
             "today": today, "over_threshold_7d": over}
+
+
+class AlertOut(Schema):
+    id: int
+    number: str
+    day: str
+    level: str
+    ratio: float
+    sent: int
+    received: int
+    threshold: float
+    acknowledged_at: datetime | None
+
+
+@router.post("/alerts/{alert_id}/acknowledge", response=AlertOut, summary="Support: acknowledge a ratio alert")
+def alert_acknowledge(request, alert_id: int):
+    if not permissions.can_view_channel_health(request.user):
+        raise Http404("No such alert.")
+    alert = permissions.get_visible_or_404(RatioAlert.objects.select_related("number"), pk=alert_id)
+    services.ratio_alert_acknowledge(alert=alert, user=request.user)
+    return {"id": alert.pk, "number": alert.number.phone, "day": alert.day.isoformat(), "level": alert.level,
+            "ratio": alert.ratio, "sent": alert.sent, "received": alert.received, "threshold": alert.threshold,
+            "acknowledged_at": alert.acknowledged_at}

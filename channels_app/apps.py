@@ -29,4 +29,8 @@ class ChannelsAppConfig(AppConfig):
             name="channels.debounce_recover", task="channels_app.tasks.debounce_recover", every_seconds=60,
             description="Re-queues debounce windows and bundles a dead worker left behind.",
         ))
+        schedules.register(schedules.Periodic(
+            name="channels.slack_events_recover", task="channels_app.tasks.slack_events_recover", every_seconds=60,
+            description="Queues Slack events still waiting to be processed (a lost task, a dead worker).",
+        ))
         core_demo.register_seeder(40, demo.seed)

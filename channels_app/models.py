@@ -71,7 +71,8 @@ class SlackChannel(models.Model):
     is_private = models.BooleanField(default=False)
     active = models.BooleanField(default=True)
     use_for_team_memory = models.BooleanField(
-        default=False, help_text="Public channels only: team admins switch this on to feed team memory."
+        default=False,
+        help_text="Public channels only: on from when the assistant is added; team admins can switch it off.",
     )
     inviter_slack_id = models.CharField(max_length=32, blank=True)
     joined_at = models.DateTimeField(default=timezone.now)
@@ -107,6 +108,37 @@ class SlackChannelShare(models.Model):
 
     def __str__(self):
         return f"{self.user_id} in {self.channel_id}"
+
+
+class SlackEvent(models.Model):
+    """An Events API delivery, stored before anything is done with it: the endpoint answers Slack
+    at once (it wants a 200 within 3 seconds) and a Celery task processes it, once, by event id,
+    however often Slack retries (X-Slack-Retry-Num)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        PROCESSING = "processing", "Processing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    event_id = models.CharField(max_length=64, unique=True)
+    slack_team_id = models.CharField(max_length=32, blank=True)
+    event_type = models.CharField(max_length=60, blank=True)
+    body = models.TextField(help_text="The signed JSON, replayed through slack-bolt by the task; cleared once done.")
+    retries = models.PositiveIntegerField(default=0, help_text="Slack's retry deliveries of it (X-Slack-Retry-Num).")
+    retry_reason = models.CharField(max_length=60, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "received_at"])]
+
+    def __str__(self):
+        return f"{self.event_type} {self.event_id} ({self.status})"
 
 
 # --- Texting -----------------------------------------------------------------------------------
@@ -249,8 +281,14 @@ class OutboundMessage(models.Model):
 
     class Status(models.TextChoices):
         SENT = "sent", "Sent"
-        REFUSED = "refused", "Refused (user never texted in)"
+        REFUSED = "refused", "Refused"
         FAILED = "failed", "Failed"
+
+    class Refusal(models.TextChoices):
+        NONE = "", "None"
+        NEVER_TEXTED = "never_texted", "The user never texted in"
+        OPTED_OUT = "opted_out", "The user opted out of this channel"
+        LINE_CRITICAL = "line_critical", "The line is over its critical ratio (unprompted send)"
 
     class Fallback(models.TextChoices):
         NONE = "", "None"
@@ -266,6 +304,11 @@ class OutboundMessage(models.Model):
     channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices)
     fallback_reason = models.CharField(max_length=20, choices=Fallback.choices, blank=True)
+    refusal = models.CharField(max_length=20, choices=Refusal.choices, blank=True,
+                               help_text="Why the send was refused (status refused).")
+    consent_notice = models.BooleanField(
+        default=False, help_text="The one confirmation of an opt-out or opt-in: sent whatever the opt-out state."
+    )
     provider_id = models.CharField(max_length=100, blank=True)
     body = models.TextField()
     error = models.TextField(blank=True)
@@ -304,6 +347,9 @@ def ratio_of(sent: int, received: int) -> float:
 
 
 class RatioAlert(models.Model):
+    """One per line and day: raised at a warning and escalated to critical (never lowered),
+    delivered to support by email and Slack once per level, acknowledged by support."""
+
     class Level(models.TextChoices):
         WARN = "warn", "Warning"
         CRITICAL = "critical", "Critical"
@@ -316,11 +362,17 @@ class RatioAlert(models.Model):
     received = models.PositiveIntegerField()
     threshold = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now)
+    escalated_at = models.DateTimeField(null=True, blank=True)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    # The level each way of telling people has delivered: a level is told once on each.
+    emailed_level = models.CharField(max_length=10, choices=Level.choices, blank=True)
+    slacked_level = models.CharField(max_length=10, choices=Level.choices, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.UniqueConstraint(fields=["number", "day", "level"], name="one_alert_per_level_day")]
+        constraints = [models.UniqueConstraint(fields=["number", "day"], name="one_alert_per_line_day")]
 
     def __str__(self):
         return f"{self.level} {self.number_id} {self.day}"
@@ -339,3 +391,37 @@ class WebhookEvent(models.Model):
 
     def __str__(self):
         return f"{self.source}:{self.event_id}"
+
+
+class OptOut(models.Model):
+    """A phone that texted STOP (or STOPALL, UNSUBSCRIBE...) to one of our channels: nothing is
+    sent to it on that channel, agent replies included, until it texts START. One row per episode,
+    so support sees who opted out and when, and when they came back."""
+
+    phone = models.CharField(max_length=20)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    profile = models.ForeignKey(TextingProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="opt_outs")
+    number = models.ForeignKey(SendingNumber, null=True, blank=True, on_delete=models.SET_NULL, related_name="opt_outs",
+                               help_text="The line the keyword was texted to: the confirmations go from it.")
+    keyword = models.CharField(max_length=20)
+    opted_out_at = models.DateTimeField(default=timezone.now)
+    opted_in_at = models.DateTimeField(null=True, blank=True)
+    opt_in_keyword = models.CharField(max_length=20, blank=True)
+    # The one confirmation each way: claimed before it is sent, so a retried task never sends two.
+    out_confirmed_at = models.DateTimeField(null=True, blank=True)
+    in_confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-opted_out_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["phone", "channel"], condition=models.Q(opted_in_at__isnull=True),
+                                    name="one_open_opt_out_per_channel"),
+        ]
+        indexes = [models.Index(fields=["opted_out_at"])]
+
+    def __str__(self):
+        return f"{self.phone} opted out of {self.channel}"
+
+    @property
+    def active(self) -> bool:
+        return self.opted_in_at is None

@@ -8,7 +8,16 @@ from datetime import date, timedelta
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
-from .models import NumberDay, RatioAlert, SendingNumber, SlackChannel, SlackChannelShare, TextingProfile, ratio_of
+from .models import (
+    NumberDay,
+    OptOut,
+    RatioAlert,
+    SendingNumber,
+    SlackChannel,
+    SlackChannelShare,
+    TextingProfile,
+    ratio_of,
+)
 from .services.pool import today
 
 
@@ -112,4 +121,9 @@ def numbers_over_threshold(*, days: int = 7) -> list[dict]:
 
 
 def recent_alerts(limit: int = 20) -> QuerySet[RatioAlert]:
-    return RatioAlert.objects.select_related("number").order_by("-created_at")[:limit]
+    return RatioAlert.objects.select_related("number", "acknowledged_by").order_by("-created_at")[:limit]
+
+
+def opt_outs() -> QuerySet[OptOut]:
+    """Who opted out of which channel and when, newest first (support's page: no message body)."""
+    return OptOut.objects.select_related("profile__user", "number").order_by("-opted_out_at", "-pk")

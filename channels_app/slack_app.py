@@ -1,5 +1,10 @@
 """The slack-bolt app, mounted in Django. Built from settings on first use (and rebuilt when
-they change, as tests do), so an unset secret means the endpoint is simply closed."""
+they change, as tests do), so an unset secret means the endpoint is simply closed.
+
+Two of them share the listeners: the one behind the HTTP endpoints (OAuth install and redirect,
+interactive payloads), and the one the Celery task replays a stored event through
+(`dispatch_stored`): the endpoint verified its signature when it arrived, and by the time a busy
+queue gets to it its timestamp may be older than the verifier's five minutes."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import logging
 import threading
 
 from django.conf import settings
-from slack_bolt import App
+from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.django import SlackRequestHandler
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
@@ -37,6 +42,19 @@ def _config_key() -> tuple:
     )
 
 
+# The events the listeners below act on: the endpoint stores these and answers every other one
+# (a channel message: the hydration source reads those from the history) without keeping it.
+HANDLED_EVENTS = frozenset({
+    "member_joined_channel", "member_left_channel", "channel_left", "group_left", "app_uninstalled", "tokens_revoked",
+})
+
+_replay_cache: dict[tuple, App] = {}
+
+
+class EventFailed(Exception):
+    """A listener failed on a stored event (slack-bolt answered 5xx): the task retries it."""
+
+
 def handler() -> SlackRequestHandler:
     key = _config_key()
     with _lock:
@@ -46,7 +64,25 @@ def handler() -> SlackRequestHandler:
         return _cache[key]
 
 
-def _build_app() -> App:
+def _replay_app() -> App:
+    key = _config_key()
+    with _lock:
+        if key not in _replay_cache:
+            _replay_cache.clear()
+            _replay_cache[key] = _build_app(verify=False)
+        return _replay_cache[key]
+
+
+def dispatch_stored(body: str) -> int:
+    """Run the listeners on a stored, already verified event body. Returns slack-bolt's status
+    (404: no listener for it, nothing to do). Raises EventFailed when a listener failed."""
+    response = _replay_app().dispatch(BoltRequest(body=body, headers={"content-type": ["application/json"]}))
+    if response.status >= 500:
+        raise EventFailed(f"slack-bolt answered {response.status}: {response.body[:300]}")
+    return response.status
+
+
+def _build_app(verify: bool = True) -> App:
     oauth_settings = OAuthSettings(
         client_id=settings.SLACK_CLIENT_ID,
         client_secret=settings.SLACK_CLIENT_SECRET,
@@ -62,8 +98,9 @@ def _build_app() -> App:
         signing_secret=settings.SLACK_SIGNING_SECRET,
         oauth_settings=oauth_settings,
         client=web_client(),
-        # Channel bookkeeping is a few quick calls: finish it before answering, so a 200 means done.
+        # Listeners run to the end before dispatch returns: in the replaying task, done means done.
         process_before_response=True,
+        request_verification_enabled=verify,
         logger=logger,
     )
     _register_listeners(app)

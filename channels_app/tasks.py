@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
-from . import services
+from . import services, slack_app
 from .services import queue
 from .services.dispatch import DISPATCH_SOFT_TIME_LIMIT, DISPATCH_TIME_LIMIT
 
@@ -49,9 +49,44 @@ def attachment_store(self, attachment_id: int):
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1)) from exc
 
 
+@shared_task(name=queue.CONSENT_CONFIRM, bind=True, acks_late=True, max_retries=5, time_limit=60,
+             soft_time_limit=50)
+def consent_confirm(self, opt_out_id: int, direction: str):
+    # The service claims the confirmation first and gives the claim back when the send failed.
+    try:
+        return services.consent_confirm(opt_out_id=opt_out_id, direction=direction)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 10, 600)) from exc
+
+
 @shared_task(name=queue.RATIO_ALERTS_CHECK, acks_late=True, time_limit=120, soft_time_limit=100)
 def ratio_alerts_check():
     return [alert.pk for alert in services.ratio_alerts_check()]
+
+
+@shared_task(name=queue.RATIO_ALERT_NOTIFY, bind=True, acks_late=True, max_retries=5, time_limit=60,
+             soft_time_limit=50)
+def ratio_alert_notify(self, alert_id: int):
+    # Each way of telling (email, Slack) is claimed per level: a retry sends only what failed.
+    try:
+        return services.ratio_alert_notify(alert_id=alert_id)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 30, 900)) from exc
+
+
+@shared_task(name=queue.SLACK_EVENT_PROCESS, bind=True, acks_late=True, max_retries=5, time_limit=60,
+             soft_time_limit=50)
+def slack_event_process(self, event_pk: int):
+    # The service claims the stored event (once), the slack-bolt listeners act on it.
+    try:
+        return services.slack_event_process(event_pk=event_pk, handle=slack_app.dispatch_stored)
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 300)) from exc
+
+
+@shared_task(name=queue.SLACK_EVENTS_RECOVER, acks_late=True, time_limit=60, soft_time_limit=50)
+def slack_events_recover():
+    return services.slack_events_recover()
 
 
 @worker_ready.connect

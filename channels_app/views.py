@@ -9,17 +9,19 @@ import re
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from slack_sdk.signature import SignatureVerifier
 
 from lindy import json_input
 from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
-from .models import SlackChannel, SlackChannelShare
-from .providers import linq, sms
+from .models import RatioAlert, SlackChannel, SlackChannelShare
+from .providers import sms, webhook_schemes
 from .slack_stores import callback_state, install_started_by
 
 logger = logging.getLogger(__name__)
@@ -89,7 +91,39 @@ def slack_events(request):
             json_input.check(payload)
         except json_input.BodyRefused as exc:
             return HttpResponse(str(exc), status=exc.status, content_type="text/plain")
+    if request.content_type == "application/json":
+        return _slack_event_callback(request) or slack_app.handler().handle(request)
     return slack_app.handler().handle(request)
+
+
+def _slack_event_callback(request) -> HttpResponse | None:
+    """An Events API delivery: verified, stored and answered at once (Slack wants its 200 within
+    3 seconds; a Celery task processes it). None for anything else (url_verification...): slack-bolt
+    answers those as before."""
+    raw = request.body
+    if not SignatureVerifier(settings.SLACK_SIGNING_SECRET).is_valid_request(raw, dict(request.headers)):
+        return HttpResponse("invalid or stale signature", status=401, content_type="text/plain")
+    try:
+        payload = json_input.loads(raw)
+    except json_input.BodyRefused as exc:
+        return HttpResponse(str(exc), status=exc.status, content_type="text/plain")
+    except (ValueError, UnicodeDecodeError):
+        return HttpResponse("body is not JSON", status=400, content_type="text/plain")
+    if not isinstance(payload, dict) or payload.get("type") != "event_callback":
+        return None
+    event = payload.get("event")
+    if not isinstance(event, dict) or event.get("type") not in slack_app.HANDLED_EVENTS:
+        return HttpResponse(status=200)  # nothing we act on (channel messages are read from the history)
+    try:
+        retry_num = int(request.headers.get("X-Slack-Retry-Num") or 0)
+    except ValueError:
+        retry_num = 0
+    try:
+        services.slack_event_receive(body=raw.decode(), payload=payload, retry_num=max(retry_num, 0),
+                                     retry_reason=request.headers.get("X-Slack-Retry-Reason") or "")
+    except ValueError as exc:
+        return HttpResponse(f"malformed event: {exc}", status=400, content_type="text/plain")
+    return HttpResponse(status=200)
 
 
 # --- iMessage and SMS webhooks -------------------------------------------------------------------
@@ -98,10 +132,7 @@ def slack_events(request):
 @require_POST
 def imessage_webhook(request):
     raw = request.body
-    if not linq.verify_webhook(
-        raw_body=raw, timestamp=request.headers.get("X-Webhook-Timestamp"),
-        signature=request.headers.get("X-Webhook-Signature"),
-    ):
+    if not webhook_schemes.verify_request(raw_body=raw, headers=request.headers):
         return JsonResponse({"error": "invalid or stale signature"}, status=401)
     try:
         payload = json_input.loads(raw)
@@ -257,3 +288,30 @@ def channel_health(request):
         "critical": settings.CHANNELS_RATIO_CRITICAL,
     }
     return render(request, "channels_app/health.html", context)
+
+
+OPT_OUTS_PAGE_SIZE = 50
+
+
+@login_required
+@require_GET
+def opt_outs(request):
+    """Support staff: who texted STOP (or START again) on which channel, and when."""
+    _require(permissions.can_view_channel_health(request.user), "No such page.")
+    page = Paginator(selectors.opt_outs(), OPT_OUTS_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "channels_app/opt_outs.html", {"page": page})
+
+
+@login_required
+@require_POST
+def alert_acknowledge(request, alert_id: int):
+    """Support staff: I have seen this alert (an escalation asks again)."""
+    _require(permissions.can_view_channel_health(request.user), "No such page.")
+    alert = permissions.get_visible_or_404(
+        RatioAlert.objects.select_related("number", "acknowledged_by"), pk=alert_id
+    )
+    services.ratio_alert_acknowledge(alert=alert, user=request.user)
+    if request.htmx:
+        return render(request, "channels_app/health.html#alert-row", {"alert": alert})
+    messages.success(request, f"Alert on {alert.number.phone} for {alert.day} acknowledged.")
+    return redirect("channel-health")

@@ -26,7 +26,7 @@ from router.types import Completion
 
 from . import prompts
 
-ROUTE = "memory.agent"
+ROUTE = prompts.AGENT_ROUTE
 # What read_file answers for an empty file (a tool result needs some text).
 EMPTY_FILE = "(this file is empty)"
 # The kind of problem a refused write leaves (next to the verifier's kinds).

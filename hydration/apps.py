@@ -10,6 +10,7 @@ class HydrationConfig(AppConfig):
 
         from lindy import demo as core_demo
         from lindy import navigation, schedules
+        from router import variants
         from router.routing import register_route
 
         from . import (
@@ -17,6 +18,7 @@ class HydrationConfig(AppConfig):
             demo,
             offline,  # noqa: F401  (registers the offline policies of both routes)
             permissions,
+            prompts,
             signals,  # noqa: F401  (a new file system gets its schedule slot)
             summarizer,
             tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
@@ -25,6 +27,8 @@ class HydrationConfig(AppConfig):
         register_route(summarizer.ROUTE, owner=self.label,
                        description="Condenses new hydration items into tagged facts.")
         register_route(agent.ROUTE, owner=self.label, description="Edits a memory file system from the summaries.")
+        variants.register({summarizer.ROUTE: prompts.SUMMARIZER_DESCRIPTIONS, agent.ROUTE: prompts.AGENT_DESCRIPTIONS},
+                          owner=self.label)
 
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))

@@ -18,7 +18,7 @@ from router.types import Completion
 
 from . import prompts
 
-ROUTE = "memory.summarize"
+ROUTE = prompts.SUMMARIZE_ROUTE
 
 
 class SummarizerError(Exception):

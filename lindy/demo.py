@@ -43,7 +43,8 @@ LOGINS = [
 
 # Each app registers its own `seed(context)` from its AppConfig.ready, with an order: the core
 # seeds first, then the apps in ascending order (memory 10, agent 20 — its standing permissions
-# live in memory —, router 30, channels 40, hydration 90: last, it hydrates what the others seeded).
+# live in memory —, router 30, channels 40, hydration 90: it hydrates what the others seeded; then
+# agent's two weeks of history 95, on a simulated clock, left for the next scheduled hydration).
 _SEEDERS: list[tuple[int, Callable[[DemoContext], None]]] = []
 
 

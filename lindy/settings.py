@@ -289,6 +289,17 @@ MEMORY_ALWAYS_LOADED_TOKEN_BUDGET = int(os.environ.get("MEMORY_ALWAYS_LOADED_TOK
 # A user's messages on one channel conversation feed the same task until it has been idle this long.
 LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
 
+# Email (ratio alerts to support): SMTP when EMAIL_HOST is set, else printed to the console.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 587))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Lindy <lindy@localhost>")
+
 # --- channels_app: Slack, iMessage (managed API) and SMS ---------------------------------------
 # An integration whose secret is unset rejects every request to its endpoint.
 SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
@@ -303,6 +314,11 @@ SLACK_BOT_SCOPES = env_list(
 )
 LINQ_API_TOKEN = os.environ.get("LINQ_API_TOKEN", "")
 LINQ_WEBHOOK_SECRET = os.environ.get("LINQ_WEBHOOK_SECRET", "")
+# How the provider signs its webhooks: "hmac" (X-Webhook-Timestamp/-Signature, hex HMAC-SHA256) or
+# "standard" (Standard Webhooks: webhook-id/-timestamp/-signature, LINQ_WEBHOOK_SECRET = "whsec_...").
+LINQ_WEBHOOK_SCHEME = os.environ.get("LINQ_WEBHOOK_SCHEME", "hmac")
+if LINQ_WEBHOOK_SCHEME not in ("hmac", "standard"):
+    raise ImproperlyConfigured(f"LINQ_WEBHOOK_SCHEME must be 'hmac' or 'standard', not {LINQ_WEBHOOK_SCHEME!r}")
 LINQ_BASE_URL = os.environ.get("LINQ_BASE_URL", "https://api.linqapp.com/api/partner")
 LINQ_TIMEOUT = float(os.environ.get("LINQ_TIMEOUT", 10))
 TWILIO_ACCOUNT_SID = os.environ.get("TWILIO_ACCOUNT_SID", "")
@@ -316,6 +332,14 @@ CHANNELS_DEBOUNCE_SECONDS = float(os.environ.get("CHANNELS_DEBOUNCE_SECONDS", 3)
 CHANNELS_DISPATCH_LEASE_SECONDS = int(os.environ.get("CHANNELS_DISPATCH_LEASE_SECONDS", 600))
 CHANNELS_RATIO_WARN = float(os.environ.get("CHANNELS_RATIO_WARN", 2))
 CHANNELS_RATIO_CRITICAL = float(os.environ.get("CHANNELS_RATIO_CRITICAL", 10))
+# A send within this many seconds of the user's last text is a reply: it goes even from a line over
+# the critical ratio (channels_app.services.gate); anything later is unprompted.
+CHANNELS_REPLY_WINDOW_SECONDS = int(os.environ.get("CHANNELS_REPLY_WINDOW_SECONDS", 1800))
+# Ratio alerts are emailed to support staff (users with is_support) and these addresses, and posted
+# to this Slack channel with this bot token (an ops workspace's; both unset: no Slack post).
+CHANNELS_ALERT_EMAILS = env_list("CHANNELS_ALERT_EMAILS")
+CHANNELS_ALERT_SLACK_TOKEN = os.environ.get("CHANNELS_ALERT_SLACK_TOKEN", "")
+CHANNELS_ALERT_SLACK_CHANNEL = os.environ.get("CHANNELS_ALERT_SLACK_CHANNEL", "")
 CHANNELS_CAPABILITY_TTL_DAYS = int(os.environ.get("CHANNELS_CAPABILITY_TTL_DAYS", 7))
 CHANNELS_MEDIA_ROOT = Path(os.environ.get("CHANNELS_MEDIA_ROOT", VAR_DIR / "media" / "channels"))
 CHANNELS_MAX_ATTACHMENT_BYTES = int(os.environ.get("CHANNELS_MAX_ATTACHMENT_BYTES", 20 * 1024 * 1024))

@@ -12,11 +12,12 @@ class RouterConfig(AppConfig):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
 
-        from . import demo, offline_policies, permissions, routing, signals  # noqa: F401  (offline rules, cache invalidation)
+        from . import demo, offline_policies, permissions, prompts, routing, signals, variants  # noqa: F401  (offline rules, cache invalidation)
         from .services.online_eval import JUDGE_ROUTE
 
         routing.register_route(JUDGE_ROUTE, owner=self.label,
                                description="Scores a sample of live calls for rollout guardrails.")
+        variants.register({JUDGE_ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
             navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)

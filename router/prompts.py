@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from . import variants
+
 SCORE_TOOL = {
     "name": "record_score",
     "description": "Record how well the assistant's answer serves the user's request.",
@@ -33,8 +35,15 @@ SYSTEM = {
 }
 
 
+# What the router shows for each variant (router.variants); the text above is what is sent.
+DESCRIPTIONS = {
+    "default": "Grades whether the answer does what the user asked, in their voice, without invention.",
+    "strict": "Deducts heavily for unrequested actions, invented facts and ignored parts of the request.",
+}
+
+
 def judge_system(variant: str = "default") -> str:
-    return SYSTEM.get(variant, SYSTEM["default"])
+    return variants.pick(SYSTEM, variant, route="router.online_eval")
 
 
 def judge_messages(request: dict, response: dict, variant: str = "default") -> list[dict]:

@@ -418,8 +418,9 @@ def _bump() -> None:
 
 
 def ensure_defaults() -> None:
-    """Create the default providers, targets, the registered routes and their `default`
-    prompt variant if missing. Idempotent."""
+    """Create the default providers, targets, the registered routes and the prompt variants
+    their owners build (router.variants) if missing. Idempotent."""
+    from . import variants  # it reads this module's route registry
 
     with transaction.atomic():
         hosts = {}
@@ -436,7 +437,8 @@ def ensure_defaults() -> None:
         for name, route_spec in _ROUTES.items():
             route, _ = Route.objects.get_or_create(
                 name=name, defaults={"description": route_spec.description, "baseline": default})
-            PromptVariant.objects.get_or_create(route=route, name="default", defaults={"description": "The app's own prompt."})
+            for variant, description in variants.buildable(name).items():
+                PromptVariant.objects.get_or_create(route=route, name=variant, defaults={"description": description[:300]})
     invalidate()
 
 

@@ -11,7 +11,7 @@ from django.db.models import Avg, Count, Max, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from . import permissions
+from . import permissions, routing
 from .models import AuditEvent, CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
 
 ARMS = ("baseline", "candidate")
@@ -204,12 +204,18 @@ def cost_totals(rows) -> list[dict]:
     return [{"route": r, "target": t, **v} for (r, t), v in sorted(totals.items())]
 
 
+def owned_routes():
+    """Routes an app registered (routing.register_route). A row left for a route no code calls
+    (a feature removed, an old demo) is not offered for rollouts, evals or cost filters."""
+    return Route.objects.filter(name__in=list(routing.registered_routes()))
+
+
 def routes_overview():
     active = {
         r.route_id: r
         for r in Rollout.objects.filter(status__in=Rollout.ACTIVE).select_related("candidate")
     }
-    routes = list(Route.objects.select_related("baseline").order_by("name"))
+    routes = list(owned_routes().select_related("baseline").order_by("name"))
     for route in routes:
         route.active_rollout = active.get(route.pk)
     return routes

@@ -374,7 +374,9 @@ def costs(request):
         "chart": {"type": "bar", **selectors.cost_chart(rows, days=days),
                   "options": {"scales": {"x": {"stacked": True}, "y": {"stacked": True, "title": {"display": True, "text": "USD"}}}}},
         "totals": selectors.cost_totals(rows),
-        "route_names": list(Route.objects.order_by("name").values_list("name", flat=True)),
+        # Calls the offline rules answered (no model key): real records, but no model was paid.
+        "offline_calls": sum(row["calls"] for row in rows if row["provider"] == "offline"),
+        "route_names": list(selectors.owned_routes().order_by("name").values_list("name", flat=True)),
         "scope": "all teams" if permissions.is_superuser(request.user) else "your team's usage",
         "rollouts": [
             {"rollout": r, "savings": selectors.rollout_savings(r)}

@@ -8,6 +8,7 @@ class ValidatorConfig(AppConfig):
     def ready(self):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
+        from router import variants
         from router.routing import register_route
         from router.services.evals import register_request_builder
 
@@ -21,6 +22,7 @@ class ValidatorConfig(AppConfig):
 
         register_route(ROUTE, owner=self.label,
                        description="Checks an action's justification before it reaches a third party.")
+        variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 
         navigation.register(navigation.NavItem(
             "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,

@@ -1,13 +1,29 @@
-"""Send/receive ratio alerts, raised by the beat job when a line crosses a threshold."""
+"""Send/receive ratio alerts: one per line and day, raised by the beat job when a line crosses a
+threshold (or by the pre-send gate when it refuses a critical line's send), escalated from warning
+to critical, told to support staff by email (Django's email backend) and in a configured Slack
+channel, and acknowledged by support. Counts and ratios only: never a message body."""
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 
 from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from lindy.models import User
+from lindy.slack_client import web_client
 
 from ..models import NumberDay, RatioAlert
-from . import pool
+from . import pool, queue
+
+logger = logging.getLogger(__name__)
+
+CRITICAL, WARN = RatioAlert.Level.CRITICAL, RatioAlert.Level.WARN
+RANK: dict[str, int] = {WARN: 1, CRITICAL: 2}
 
 
 def thresholds() -> list[tuple[str, float]]:
@@ -17,19 +33,128 @@ def thresholds() -> list[tuple[str, float]]:
     ]
 
 
+def level_of(ratio: float) -> str | None:
+    """The highest level the ratio is over, if any."""
+    return next((level for level, threshold in thresholds() if ratio > threshold), None)
+
+
 def ratio_alerts_check(*, day: date | None = None) -> list[RatioAlert]:
-    """One alert per line, day and level: running the job again raises nothing new."""
+    """The beat job: raise or escalate each line's alert for the day. Running it again raises
+    nothing new. Returns the alerts raised or escalated."""
     day = day or pool.today()
     raised = []
     for row in NumberDay.objects.filter(day=day, number__active=True).select_related("number"):
-        ratio = row.ratio
-        for level, threshold in thresholds():
-            if ratio <= threshold:
-                continue
-            alert, created = RatioAlert.objects.get_or_create(
-                number=row.number, day=day, level=level,
-                defaults={"ratio": ratio, "sent": row.sent, "received": row.received, "threshold": threshold},
-            )
-            if created:
-                raised.append(alert)
+        level = level_of(row.ratio)
+        if level is None:
+            continue
+        alert = ratio_alert_raise(row=row, level=level)
+        if alert is not None:
+            raised.append(alert)
     return raised
+
+
+def ratio_alert_raise(*, row: NumberDay, level: str) -> RatioAlert | None:
+    """The line's one alert for the day, raised at `level` or escalated to it (never lowered: a
+    critical line that calms down in the afternoon was still critical that day). An escalation
+    needs acknowledging again. Returns the alert when it was raised or escalated (support is told,
+    once the caller's transaction commits), else None."""
+    threshold = dict(thresholds())[level]
+    figures = {"ratio": row.ratio, "sent": row.sent, "received": row.received, "threshold": threshold}
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                alert = RatioAlert.objects.create(number_id=row.number_id, day=row.day, level=level, **figures)
+        except IntegrityError:
+            current = RatioAlert.objects.select_for_update().get(number_id=row.number_id, day=row.day)
+            if RANK[level] <= RANK[current.level]:
+                return None
+            RatioAlert.objects.filter(pk=current.pk).update(
+                level=level, escalated_at=timezone.now(), acknowledged_at=None, acknowledged_by=None, **figures
+            )
+            alert = RatioAlert.objects.get(pk=current.pk)
+        alert_id = alert.pk
+        transaction.on_commit(lambda: queue.task_send_or_log(queue.RATIO_ALERT_NOTIFY, alert_id))
+    return alert
+
+
+def ratio_alert_acknowledge(*, alert: RatioAlert, user) -> bool:
+    """Support has seen it. False when it was acknowledged already."""
+    now = timezone.now()
+    done = RatioAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(
+        acknowledged_at=now, acknowledged_by=user
+    )
+    if done:
+        alert.acknowledged_at, alert.acknowledged_by = now, user
+    return bool(done)
+
+
+# --- Telling people -------------------------------------------------------------------------------
+
+def support_emails() -> list[str]:
+    """Support staff, and any address configured on top (CHANNELS_ALERT_EMAILS)."""
+    staff = User.objects.filter(is_support=True, is_active=True).exclude(email="").order_by("email")
+    return sorted({*staff.values_list("email", flat=True), *settings.CHANNELS_ALERT_EMAILS})
+
+
+def alert_text(alert: RatioAlert) -> tuple[str, str]:
+    """Subject and body: the line, its figures, what the gate does about it. No message content."""
+    number = alert.number
+    name = f"{number.label} ({number.phone})" if number.label else number.phone
+    level = alert.get_level_display()
+    subject = f"[Lindy] {level}: line {name} at {alert.ratio} sent per received on {alert.day}"
+    consequence = (
+        "Unprompted sends from this line are stopped; replies to people who just texted still go."
+        if alert.level == CRITICAL else
+        f"At {settings.CHANNELS_RATIO_CRITICAL} the line stops unprompted sends."
+    )
+    body = (
+        f"{level}: the line {name} has sent {alert.sent} messages and received {alert.received} on {alert.day}, "
+        f"a send/receive ratio of {alert.ratio} (the {level.lower()} threshold is {alert.threshold}).\n"
+        f"{consequence}\nAcknowledge it on the channel health page: /channels/health/"
+    )
+    return subject, body
+
+
+def _claim(alert_id: int, field: str, level: str) -> str | None:
+    """Take the delivery of `level` on one way of telling (field), so two runs never both send.
+    Returns the previous value (to give the claim back), or None when there is nothing to send."""
+    alert = RatioAlert.objects.filter(pk=alert_id).values(field).first()
+    if alert is None:
+        return None
+    previous = alert[field]
+    taken = RatioAlert.objects.filter(pk=alert_id, level=level).filter(~Q(**{field: level})).update(**{field: level})
+    return previous if taken else None
+
+
+def ratio_alert_notify(*, alert_id: int) -> dict:
+    """Tell support about the alert at its current level, by email and on Slack, each once.
+    A delivery that fails gives its claim back and raises (the task retries). Returns what was sent."""
+    alert = RatioAlert.objects.select_related("number").filter(pk=alert_id).first()
+    if alert is None:
+        return {"email": False, "slack": False}
+    subject, body = alert_text(alert)
+    sent = {"email": False, "slack": False}
+    recipients = support_emails()
+    if recipients and (previous := _claim(alert.pk, "emailed_level", alert.level)) is not None:
+        try:
+            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+        except Exception:
+            RatioAlert.objects.filter(pk=alert.pk).update(emailed_level=previous)
+            raise
+        sent["email"] = True
+    if slack_configured() and (previous := _claim(alert.pk, "slacked_level", alert.level)) is not None:
+        try:
+            web_client(settings.CHANNELS_ALERT_SLACK_TOKEN).chat_postMessage(
+                channel=settings.CHANNELS_ALERT_SLACK_CHANNEL, text=f"*{subject}*\n{body}"
+            )
+        except Exception:  # SlackApiError, or the network
+            RatioAlert.objects.filter(pk=alert.pk).update(slacked_level=previous)
+            raise
+        sent["slack"] = True
+    if not recipients and not slack_configured():
+        logger.warning("Ratio alert %s: no support email and no Slack channel configured to tell", alert.pk)
+    return sent
+
+
+def slack_configured() -> bool:
+    return bool(settings.CHANNELS_ALERT_SLACK_TOKEN and settings.CHANNELS_ALERT_SLACK_CHANNEL)

@@ -1,6 +1,7 @@
 """Replies to a user in their one-to-one thread: iMessage first, SMS when that cannot or may not
 go; the typing bubble. These replies are exempt from the action validator (the user's own chat),
-which is why this module refuses anyone who has not texted in first."""
+which is why this module refuses anyone who has not texted in first. Every send on every line
+passes the pre-send gate first (gate.send_check: opt-out, the line's ratio, its cap)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from ..models import Channel, Conversation, OutboundMessage, SendingNumber, TextingProfile
 from ..providers import linq, sms
-from . import pool
+from . import gate, pool
 
 logger = logging.getLogger(__name__)
 
@@ -108,10 +109,18 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
     profile = TextingProfile.objects.select_related("number", "sms_number").filter(user=user).first()
     if profile is None or profile.first_texted_at is None:
         reason = "The user has never texted in; the assistant does not start conversations."
-        outbound = _record(user=user, profile=profile, status=OutboundMessage.Status.REFUSED, body=body, error=reason)
+        outbound = _record(user=user, profile=profile, status=OutboundMessage.Status.REFUSED, body=body, error=reason,
+                           refusal=OutboundMessage.Refusal.NEVER_TEXTED)
         return _result(outbound, reason)
+    # An opt-out of the channel asked for ends the send: falling back to the other channel would
+    # text someone who just said STOP to us.
+    opted_out = gate.opt_out_for(phone=profile.phone, channel=channel or Channel.IMESSAGE)
+    if opted_out is not None:
+        return _result(_refuse(user=user, profile=profile, channel=opted_out.channel, body=body, verdict=gate.Verdict(
+            allowed=False, refusal=OutboundMessage.Refusal.OPTED_OUT, reason=gate.opted_out_reason(opted_out))))
 
     typing_stop(profile=profile)
+    reply = gate.is_reply(profile)
     error = ""
     number = profile.number if profile.number is not None and profile.number.kind == Channel.IMESSAGE else None
     if channel == Channel.SMS:
@@ -120,8 +129,10 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
         fallback = OutboundMessage.Fallback.NOT_IMESSAGE
     elif _capable_of_imessage(profile) is False:
         fallback = OutboundMessage.Fallback.NOT_IMESSAGE
-    elif not pool.cap_reserve(number=number):
-        pool.stat_add(number=number, field="capped")
+    elif (verdict := gate.send_check(profile=profile, number=number, channel=Channel.IMESSAGE, reply=reply)).refusal:
+        return _result(_refuse(user=user, profile=profile, channel=Channel.IMESSAGE, number=number, body=body,
+                               verdict=verdict))
+    elif verdict.capped:
         fallback = OutboundMessage.Fallback.CAP
     else:
         try:
@@ -137,14 +148,25 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
             return _result(outbound)
     if fallback != OutboundMessage.Fallback.REQUESTED:
         pool.stat_add(number=number, field="fallbacks")
-    return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error))
+    return _result(_send_sms(user=user, profile=profile, number=number, body=body, fallback=fallback, error=error,
+                             reply=reply))
 
 
-def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "") -> OutboundMessage:
+def _refuse(*, user, profile: TextingProfile, channel: str, body: str, verdict: gate.Verdict,
+            number: SendingNumber | None = None, fallback: str = "") -> OutboundMessage:
+    """The gate said no: recorded, with the reason the agent is told."""
+    return _record(user=user, profile=profile, number=number, channel=channel, status=OutboundMessage.Status.REFUSED,
+                   refusal=verdict.refusal, fallback_reason=fallback, body=body, error=verdict.reason)
+
+
+def _send_sms(*, user, profile: TextingProfile, number, body: str, fallback: str, error: str = "",
+              reply: bool) -> OutboundMessage:
     line = _sms_line(profile)
-    if line is None or not pool.cap_reserve(number=line):
-        if line is not None:
-            pool.stat_add(number=line, field="capped")
+    verdict = gate.send_check(profile=profile, number=line, channel=Channel.SMS, reply=reply) if line else None
+    if verdict is not None and verdict.refusal:
+        return _refuse(user=user, profile=profile, channel=Channel.SMS, number=line, body=body, verdict=verdict,
+                       fallback=fallback)
+    if line is None or verdict is None or not verdict.allowed:
         reason = "No SMS line has capacity left today."
         return _record(user=user, profile=profile, number=line or number, channel=Channel.SMS,
                        status=OutboundMessage.Status.FAILED, fallback_reason=fallback, body=body,
@@ -175,4 +197,28 @@ def imessage_failed(*, provider_id: str, reason: str) -> OutboundMessage | None:
         return None
     pool.stat_add(number=outbound.number, field="fallbacks")
     return _send_sms(user=outbound.user, profile=outbound.profile, number=outbound.number, body=outbound.body,
-                     fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason)
+                     fallback=OutboundMessage.Fallback.IMESSAGE_FAILED, error=reason,
+                     reply=gate.is_reply(outbound.profile))
+
+
+def consent_notice_send(*, profile: TextingProfile, number: SendingNumber | None, channel: str, body: str) -> OutboundMessage:
+    """The one confirmation of an opt-out or opt-in, from the line the keyword was texted to. It
+    goes whatever the opt-out state (that is its point) and is recorded like any send. Raises
+    LinqError or SmsError when the provider refused it (recorded as failed first)."""
+    user = profile.user
+    line = number if number is not None and number.active else (
+        profile.number if channel == Channel.IMESSAGE else _sms_line(profile)
+    )
+    record = {"user": user, "profile": profile, "number": line, "channel": channel, "body": body, "consent_notice": True}
+    try:
+        if line is None:
+            raise sms.SmsError("No line to send the confirmation from.")
+        if line.kind == Channel.IMESSAGE:
+            provider_id = _try_imessage(profile, line, body)
+        else:
+            provider_id = sms.send(from_phone=line.phone, to_phone=profile.phone, body=body)
+    except (linq.LinqError, sms.SmsError) as exc:
+        _record(**record, status=OutboundMessage.Status.FAILED, error=str(exc))
+        raise
+    pool.stat_add(number=line, field="sent")
+    return _record(**record, status=OutboundMessage.Status.SENT, provider_id=provider_id)

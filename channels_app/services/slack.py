@@ -69,6 +69,13 @@ def slack_channel_joined(*, client: WebClient, slack_team_id: str, channel_id: s
                 "is_private": is_private, "active": True, "left_at": None, "inviter_slack_id": inviter or "",
                 "joined_at": timezone.now(),
             },
+            # A public channel the assistant was added to feeds team memory from the start; a team
+            # admin's switch (off) is kept when the assistant is added again.
+            create_defaults={
+                "team_id": installation.team_id, "installation": installation, "name": info.get("name", ""),
+                "is_private": is_private, "active": True, "inviter_slack_id": inviter or "",
+                "joined_at": timezone.now(), "use_for_team_memory": not is_private,
+            },
         )
         if is_private:
             # A channel that turned private must not keep feeding team memory.

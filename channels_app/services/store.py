@@ -26,7 +26,7 @@ from ..models import (
     TextingProfile,
 )
 from ..providers.events import Attachment
-from . import pool, queue
+from . import consent, pool, queue
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +67,15 @@ def inbound_store(
                 mime_type=part.mime_type[:100], size_bytes=part.size_bytes, source_url=part.url,
             )
         pool.stat_add(number=number, field="received")
+        # STOP, START...: kept like any message, answered by the system (one confirmation), not the agent.
+        keyword = consent.keyword_of(text) if not attachments and reaction is None and not history else None
+        if keyword is not None:
+            consent.consent_keyword_apply(message=message, direction=keyword[0], keyword=keyword[1])
         if profile is None:
             logger.info("Inbound %s from a phone no user registered; stored, not dispatched", message.pk)
             return message
         _profile_learn(profile, channel=channel, number=number, chat_id=chat_id, now=now)
-        if history:
+        if history or keyword is not None:
             return message
         conversation, _ = Conversation.objects.select_for_update().get_or_create(profile=profile)
         window = timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from .. import variants
 from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
 from ..provider_keys import validate_provider_key_env
 from .audit import audit_event_record, snapshot
@@ -28,6 +29,7 @@ def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str 
         if Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).exists():
             raise ValidationError(
                 "Finish, roll back or complete the active rollout before changing the baseline.", code=CONFLICT)
+        variants.check(route.name, baseline_variant)  # the owner must build the prompt it will serve
         if not PromptVariant.objects.filter(route=route, name=baseline_variant).exists():
             raise ValidationError(f"{route.name} has no prompt variant {baseline_variant!r}.")
         before = snapshot(route, ROUTE_FIELDS)
@@ -39,7 +41,9 @@ def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str 
 
 
 def prompt_variant_create(*, route: Route, name: str, description: str = "", actor) -> PromptVariant:
-    """A new named prompt variant of `route`; a name the route already has is refused."""
+    """A new named prompt variant of `route`; a name the route already has, or one its owner
+    does not build (router.variants), is refused."""
+    variants.check(route.name, name)
     variant = PromptVariant(route=route, name=name, description=description)
     variant.full_clean(validate_unique=False, validate_constraints=False)
     try:

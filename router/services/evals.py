@@ -34,7 +34,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
-from .. import gateway, routing
+from .. import gateway, routing, variants
 from ..budgets import BudgetExhausted
 from ..models import EvalResult, EvalRun, PromptVariant, Route, Target
 from ..types import Completion, ModelError
@@ -204,6 +204,7 @@ def score_case(case: dict, completion: Completion, route: str = "") -> tuple[boo
 
 
 def eval_run_create(*, route: Route, target: Target, variant: str = "default", actor=None) -> EvalRun:
+    variants.check(route.name, variant)  # an eval of a prompt the owner can't build measures nothing
     if not PromptVariant.objects.filter(route=route, name=variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {variant!r}.")
     cases = load_cases(route.name)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .. import variants
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
 
 MAX_STAGE_HOURS = 24 * 365
@@ -99,6 +100,7 @@ def rollout_start(
     stages = validate_stages(stages or default_stages())
     if candidate.pk == route.baseline_id and candidate_variant == route.baseline_variant:
         raise ValidationError("The candidate is the route's baseline already.")
+    variants.check(route.name, candidate_variant)  # the owner must build the prompt it will serve
     if not PromptVariant.objects.filter(route=route, name=candidate_variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {candidate_variant!r}.")
     allowed = {

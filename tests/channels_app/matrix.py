@@ -2,7 +2,9 @@
 channels for their own; texting belongs to team members; channel health to support staff and
 superusers only. Webhooks are for the providers: unsigned requests are refused whoever sends them."""
 
-from channels_app.models import SlackChannelShare
+from django.utils import timezone
+
+from channels_app.models import RatioAlert, SlackChannelShare
 from tests.channels_app.factories import SendingNumberFactory, SlackChannelFactory, TextingProfileFactory
 from tests.role_matrix import Case, api, everyone, page
 
@@ -21,6 +23,11 @@ def member_texting(cast) -> str:
     return "/channels/texting/lindy.vcf"
 
 
+def line_alert(cast) -> int:
+    return RatioAlert.objects.create(number=SendingNumberFactory(), day=timezone.localdate(), level="critical",
+                                     ratio=12.0, sent=12, received=1, threshold=10.0).pk
+
+
 WORKSPACE = page(200, support=404, superuser=404)
 HEALTH = page(404, support=200, superuser=200)
 
@@ -33,6 +40,10 @@ CASES = [
     Case("channels/texting/", "GET", "/channels/texting/", WORKSPACE),
     Case("channels/texting/lindy.vcf", "GET", member_texting, page(404, member=200)),
     Case("channels/health/", "GET", "/channels/health/", HEALTH),
+    Case("channels/health/opt-outs/", "GET", "/channels/health/opt-outs/", HEALTH),
+    Case("channels/health/alerts/<int:alert_id>/acknowledge/", "POST",
+         lambda c: f"/channels/health/alerts/{line_alert(c)}/acknowledge/", page(404, support=302, superuser=302),
+         body={}, json=False),
     # Unsigned provider webhooks: refused for everyone (secrets unset in tests reject all requests).
     Case("channels/imessage/webhook", "POST", "/channels/imessage/webhook", everyone(401), body={"event_type": "message.received"}),
     Case("channels/sms/webhook", "POST", "/channels/sms/webhook", everyone(403), body={"Body": "hi"}, json=False),
@@ -47,4 +58,6 @@ CASES = [
     Case("api/channels/texting", "GET", "/api/channels/texting", api(404)),
     Case("api/channels/texting", "POST", "/api/channels/texting", api(200, support=404, superuser=404), body={"phone": "+14155550123"}),
     Case("api/channels/health", "GET", "/api/channels/health", api(404, support=200, superuser=200)),
+    Case("api/channels/alerts/<alert_id>/acknowledge", "POST",
+         lambda c: f"/api/channels/alerts/{line_alert(c)}/acknowledge", api(404, support=200, superuser=200), body={}),
 ]

@@ -3,6 +3,7 @@ webhooks the way the provider sends them."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -14,6 +15,8 @@ from tests.fakes.routes import PatternFakeServer
 
 TOKEN = "linq-test-token"
 WEBHOOK_SECRET = "linq-webhook-secret"
+# A Standard Webhooks secret: "whsec_" and the base64 of the key bytes.
+STANDARD_SECRET = "whsec_" + base64.b64encode(b"linq-standard-webhooks-key-32byte").decode()
 
 
 class FakeLinq(PatternFakeServer):
@@ -77,6 +80,24 @@ def signed(payload: dict, *, secret: str = WEBHOOK_SECRET, timestamp: int | None
     body = json.dumps(payload).encode()
     ts = str(int(time.time()) if timestamp is None else timestamp)
     return body, {"HTTP_X_WEBHOOK_TIMESTAMP": ts, "HTTP_X_WEBHOOK_SIGNATURE": sign(body, ts, secret)}
+
+
+def standard_signature(msg_id: str, timestamp: str, body: bytes, secret: str = STANDARD_SECRET) -> str:
+    """Standard Webhooks, written from the spec (not with the library the product verifies with):
+    base64 HMAC-SHA256, keyed with the secret's base64-decoded bytes, of "{id}.{timestamp}.{body}"."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def signed_standard(payload: dict, *, secret: str = STANDARD_SECRET, timestamp: int | None = None,
+                    msg_id: str | None = None) -> tuple[bytes, dict]:
+    """A delivery signed with the Standard Webhooks scheme, as Django test client headers."""
+    body = json.dumps(payload).encode()
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
+    return body, {"HTTP_WEBHOOK_ID": msg_id, "HTTP_WEBHOOK_TIMESTAMP": ts,
+                  "HTTP_WEBHOOK_SIGNATURE": standard_signature(msg_id, ts, body, secret)}
 
 
 def _envelope(event_type: str, data: dict, event_id: str | None = None) -> dict:

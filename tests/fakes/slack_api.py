@@ -27,6 +27,7 @@ class FakeSlack(PatternFakeServer):
         self.channels: dict[str, dict] = {}
         self.members: dict[str, list[str]] = {}
         self.users: dict[str, dict] = {}
+        self.posted: list[dict] = []  # chat.postMessage arguments, in order
         self.route("POST", r"/api/([a-zA-Z0-9.]+)", self._method)
 
     def settings(self) -> dict:
@@ -81,6 +82,15 @@ class FakeSlack(PatternFakeServer):
         if method == "conversations.members":
             return Reply(200, {"ok": True, "members": self.members.get(args.get("channel"), []),
                                "response_metadata": {"next_cursor": ""}})
+        if method == "chat.postMessage":
+            channel = args.get("channel", "")
+            known = channel in self.channels or any(c["name"] == channel.lstrip("#") for c in self.channels.values())
+            if not known:
+                return Reply(200, {"ok": False, "error": "channel_not_found"})
+            self.posted.append(args)
+            ts = f"{time.time():.6f}"
+            return Reply(200, {"ok": True, "channel": channel, "ts": ts, "message": {
+                "type": "message", "subtype": "bot_message", "text": args.get("text", ""), "ts": ts, "bot_id": "B0LINDY"}})
         if method == "users.info":
             user = self.users.get(args.get("user"))
             return Reply(200, {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"})

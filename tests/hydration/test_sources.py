@@ -309,3 +309,24 @@ def test_items_are_unique_per_filesystem_source_and_external_id(cast):
     assert Item.objects.filter(filesystem=fs).count() == 1
     # The same external id in another file system is another item.
     assert services.items_store(filesystem=team_fs(cast.team), source="meetings", items=fetched.items, run=None) == 1
+
+
+def test_slack_thread_replies_are_read_with_their_parent_even_days_later(cast, slack):
+    _slack_setup(cast)
+    source = SlackSource()
+    fs = team_fs(cast.team)
+    slack.post_message("C0GENERAL", "1700000001.000100", "Who owns the launch checklist?")
+    slack.post_message("C0GENERAL", "1700000002.000100", "Jane does", thread_ts="1700000001.000100")
+    slack.post_message("C0GENERAL", "1700000003.000100", "unrelated")
+    fetched = source.fetch(fs, {})
+    texts = [item.text for item in fetched.items]
+    assert '#general, replying in a thread on "Who owns the launch checklist?": Jane does' in texts
+    assert len(texts) == 3
+
+    # A reply two days later: its parent is behind the cursor, the lookback finds the thread.
+    slack.post_message("C0GENERAL", "1700172800.000100", "Moved to Sam", thread_ts="1700000001.000100")
+    later = source.fetch(fs, fetched.cursor)
+    assert [item.text for item in later.items] == [
+        '#general, replying in a thread on "Who owns the launch checklist?": Moved to Sam']
+    assert later.items[0].external_id.endswith(":1700172800.000100")
+    assert source.fetch(fs, later.cursor).items == []  # nothing new: nothing read twice

@@ -12,7 +12,7 @@ from django.test import Client, override_settings
 from kombu import pools as kombu_pools
 
 from channels_app import services as channels_services
-from channels_app.models import InboundMessage, SlackChannel
+from channels_app.models import InboundMessage, SlackChannel, SlackEvent
 from channels_app.services import queue as channels_queue
 from hydration import services as hydration_services
 from hydration import tasks as hydration_tasks
@@ -193,7 +193,22 @@ def test_slack_events_are_stored_with_redis_down(cast, redis_down, django_captur
         with django_capture_on_commit_callbacks(execute=True):
             response = Client().post("/slack/events", body, content_type="application/json", **headers)
     assert response.status_code == 200, response.content[:300]
-    assert SlackChannel.objects.filter(channel_id="C0NEW").exists()
+    # Stored, though its task could not be queued: the recovery sweep (beat) queues it later.
+    event = SlackEvent.objects.get(event_type="member_joined_channel")
+    assert event.status == SlackEvent.Status.PENDING
+    assert not SlackChannel.objects.filter(channel_id="C0NEW").exists()
+
+
+def test_the_slack_sweep_queues_an_event_whose_task_was_lost(cast, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    fired = []
+    monkeypatch.setattr(channels_queue, "task_send", lambda name, *args, **kwargs: fired.append((name, args[0])))
+    event = SlackEvent.objects.create(event_id="Ev0LOST", body="{}", received_at=timezone.now() - timedelta(minutes=2))
+    assert channels_services.slack_events_recover() == 1
+    assert fired == [(channels_queue.SLACK_EVENT_PROCESS, event.pk)]
 
 
 def test_following_a_suggestion_with_the_broker_down_changes_nothing(cast, redis_down):

@@ -1,6 +1,6 @@
 import pytest
 
-from router import offline, routing
+from router import offline, routing, variants
 
 
 @pytest.fixture
@@ -18,8 +18,10 @@ def offline_rule():
 
 @pytest.fixture(autouse=True)
 def route_registry():
-    """Routes a test registers (tests.router.helpers.route) are forgotten after it."""
-    saved = dict(routing._ROUTES)
+    """Routes and prompt variants a test registers (tests.router.helpers) are forgotten after it."""
+    saved, saved_variants = dict(routing._ROUTES), dict(variants._VARIANTS)
     yield
     routing._ROUTES.clear()
     routing._ROUTES.update(saved)
+    variants._VARIANTS.clear()
+    variants._VARIANTS.update(saved_variants)

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from router import routing, services
+from router import routing, services, variants
 from router.models import AuditEvent, PromptVariant, Provider, Route, Target
 from tests.conftest import client_for
 
@@ -24,18 +24,18 @@ PROVIDER_FORM = {"name": "atlas", "kind": "openai", "base_url": "https://api.atl
 def test_baseline_change_records_who_when_before_and_after(cast):
     agent = route("agent")
     old_baseline = agent.baseline_id
-    variant(agent, "terse")
+    variant(agent, "concise")  # a prompt the agent app builds (agent.prompts)
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     started = timezone.now()
     response = client_for(cast.superuser).post("/router/routes/agent/baseline/",
-                                               {"baseline": haiku.pk, "baseline_variant": "terse"})
+                                               {"baseline": haiku.pk, "baseline_variant": "concise"})
     assert response.status_code == 302
     event = AuditEvent.objects.get()
     assert (event.actor, event.action, event.object_type, event.object_id) == (
         cast.superuser, "route.baseline_set", "route", str(agent.pk))
     assert event.created_at >= started
     assert event.before == {"baseline": old_baseline, "baseline_variant": "default"}
-    assert event.after == {"baseline": haiku.pk, "baseline_variant": "terse"}
+    assert event.after == {"baseline": haiku.pk, "baseline_variant": "concise"}
     assert routing.assign("agent").target.name == haiku.name
     # The route page shows the change to superusers.
     page = client_for(cast.superuser).get("/router/routes/agent/").content.decode()
@@ -67,24 +67,34 @@ def test_refused_baseline_during_a_rollout_records_nothing(cast):
 
 
 def test_variant_added_with_an_event_and_a_duplicate_is_refused(cast):
-    agent = route("agent")
+    email = route("email.draft")  # owned by the test, which declares that it builds "terse"
+    variants.register({"email.draft": {"default": "", "terse": "Fewer words."}}, owner="tests")
     client = client_for(cast.superuser)
-    response = client.post("/router/routes/agent/variants/", {"name": "terse", "description": "Fewer words."})
+    response = client.post("/router/routes/email.draft/variants/", {"name": "terse", "description": "Fewer words."})
     assert response.status_code == 302
-    created = PromptVariant.objects.get(route=agent, name="terse")
+    created = PromptVariant.objects.get(route=email, name="terse")
     event = AuditEvent.objects.get()
     assert (event.actor, event.action, event.object_type, event.object_id) == (
         cast.superuser, "prompt_variant.created", "prompt_variant", str(created.pk))
-    assert event.before is None and event.after["name"] == "terse" and event.after["route"] == agent.pk
-    again = client.post("/router/routes/agent/variants/", {"name": "terse", "description": "again"})
+    assert event.before is None and event.after["name"] == "terse" and event.after["route"] == email.pk
+    again = client.post("/router/routes/email.draft/variants/", {"name": "terse", "description": "again"})
     assert again.status_code == 400 and "already has a variant" in again.content.decode()
-    bad = client.post("/router/routes/agent/variants/", {"name": "not a slug!"})
+    bad = client.post("/router/routes/email.draft/variants/", {"name": "not a slug!"})
     assert bad.status_code == 400
-    assert PromptVariant.objects.filter(route=agent).count() == 2  # default + terse
+    assert PromptVariant.objects.filter(route=email).count() == 2  # default + terse
     assert AuditEvent.objects.count() == 1
     with pytest.raises(ValidationError):
-        services.prompt_variant_create(route=agent, name="terse", actor=None)
+        services.prompt_variant_create(route=email, name="terse", actor=None)
     assert AuditEvent.objects.count() == 1
+
+
+def test_a_variant_the_owner_does_not_build_is_refused(cast):
+    """A name is not a prompt: the agent app builds no "terse" prompt, so the route can't have one."""
+    agent = route("agent")
+    refused = client_for(cast.superuser).post("/router/routes/agent/variants/", {"name": "terse"})
+    assert refused.status_code == 400 and "builds no prompt variant" in refused.content.decode()
+    assert not PromptVariant.objects.filter(route=agent, name="terse").exists()
+    assert not AuditEvent.objects.exists()
 
 
 def test_target_and_provider_creation_are_audited(cast):

@@ -1,42 +1,87 @@
+"""The demo is produced by the product: every call, score and rollout in it was made by the
+product's own code (offline provider, simulated clock), never written as a row."""
+
+import inspect
+import re
+
 import pytest
 
 from lindy import demo
-from router import routing
-from router.models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route
-from router.services import evals
+from router import routing, variants
+from router.models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
 from tests.conftest import client_for
+from validator.models import Decision
 
 from .test_guardrails import _assert_every_change_is_an_event
 
+# What writing rows instead of running the product looks like in a seeder's source.
+ROW_WRITES = re.compile(r"\b(ModelCall|CallScore|CallSample|Rollout|RolloutEvent|EvalRun|EvalResult)"
+                        r"(\(|\.objects\.(create|bulk_create|update|get_or_create|update_or_create))")
+
 
 @pytest.mark.django_db
-def test_demo_seed_is_idempotent_and_the_pages_render(django_assert_max_num_queries):
+def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     ctx = demo.seed()
-    calls, events = ModelCall.objects.count(), RolloutEvent.objects.count()
-    assert calls > 1000
-    rollout = Rollout.objects.get(route__name="validator", status="running")
-    assert rollout.percent == 10 and rollout.candidate.name == "deepseek-v4-flash-atlas"
-    assert Rollout.objects.get(route__name="agent").status == "rolled_back"
-    # The candidate's prompt variant is one the validator's eval set really builds, and was evaluated.
-    runs = {(r.target.name, r.variant): r for r in EvalRun.objects.filter(route__name="validator")}
-    tuned = runs[("deepseek-v4-flash-atlas", rollout.candidate_variant)]
-    assert rollout.candidate_variant in evals.eval_variants("validator")
-    assert (tuned.status, tuned.total, tuned.errors) == ("done", len(evals.load_cases("validator")), 0)
-    # Only routes and metrics the product uses get data: no drafting, no learner (no app owns them yet).
-    assert set(ModelCall.objects.values_list("route", flat=True)) <= set(routing.registered_routes())
-    assert not Route.objects.filter(name__in=["email.draft", "learner.judge", "learner.propose"]).exists()
-    assert not CallScore.objects.exclude(metric="judge.quality").exists()
-    for each in Rollout.objects.all():
-        _assert_every_change_is_an_event(each)
-    demo.seed()
-    assert (ModelCall.objects.count(), RolloutEvent.objects.count()) == (calls, events)
+    registered = set(routing.registered_routes())
 
+    # Every call is on a route an app owns, with a prompt variant its owner builds; no route
+    # that no code calls (drafting, the learner) has a call or a row.
+    pairs = set(ModelCall.objects.values_list("route", "prompt_variant").distinct())
+    assert pairs and all(route in registered and variant in variants.buildable(route) for route, variant in pairs)
+    assert not ModelCall.objects.exclude(route__in=registered).exists()
+    assert not Route.objects.exclude(name__in=registered).exists()
+
+    # Two weeks of validator traffic, split by the router into the rollout's arms, each arm's
+    # calls with its own prompt; every one backs a decision the validator recorded.
+    rollout = Rollout.objects.get(route__name="validator")
+    live = ModelCall.objects.filter(rollout=rollout, arm__in=["baseline", "candidate"])
+    assert len(set(live.dates("created_at", "day"))) >= 8
+    assert set(live.values_list("arm", "prompt_variant").distinct()) <= {
+        ("baseline", rollout.baseline_variant), ("candidate", rollout.candidate_variant)}
+    assert live.filter(arm="candidate").exists() and live.filter(arm="baseline").exists()
+    decided = set(Decision.objects.exclude(model_call_id=None).values_list("model_call_id", flat=True))
+    assert set(live.values_list("pk", flat=True)) <= decided
+
+    # Every score was given by the online judge through its own route: one judge call per score.
+    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval"}
+    assert CallScore.objects.count() == ModelCall.objects.filter(route="router.online_eval").count() > 0
+
+    # The rollout started after offline evals of exactly its pair; ops started it, and every
+    # later change was the guardrail job's, with its reason.
+    evidence = EvalRun.objects.filter(route=rollout.route, target=rollout.candidate,
+                                      variant=rollout.candidate_variant, status="done")
+    assert evidence.exists() and evidence.get().finished_at <= rollout.created_at
+    events = list(rollout.events.all())
+    assert events[0].kind == "started" and events[0].actor == ctx.users["ops@lindy.test"]
+    assert all(e.actor is None and e.reason.startswith("Guardrail:") for e in events[1:])
+    _assert_every_change_is_an_event(rollout)
+
+    # Idempotent.
+    counts = (ModelCall.objects.count(), RolloutEvent.objects.count(), CallScore.objects.count())
+    demo.seed()
+    assert (ModelCall.objects.count(), RolloutEvent.objects.count(), CallScore.objects.count()) == counts
+
+    # The pages, as the demo logins see them.
+    Route.objects.create(name="learner.judge", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))  # a stale row
     ops = client_for(ctx.users["ops@lindy.test"])
+    routes = ops.get("/router/").content.decode()
+    assert "validator" in routes and "learner.judge" not in routes
     page = ops.get(f"/router/rollouts/{rollout.pk}/").content.decode()
-    assert "Saved" in page and "judge.quality" in page
-    ops.get("/router/")
+    assert "judge.quality" in page and "Guardrail:" in page and rollout.candidate.name in page
     with django_assert_max_num_queries(12):
         costs = ops.get("/router/costs/")
-    assert costs.status_code == 200 and "deepseek-v4-flash-atlas" in costs.content.decode()
-    admin = client_for(ctx.users["admin@acme.test"]).get("/router/costs/").content.decode()
-    assert "$" in admin
+    body = costs.content.decode()
+    assert costs.status_code == 200 and "learner.judge" not in body
+    assert all(route in body for route in ("validator", "router.online_eval", "memory.summarize"))
+    assert 'id="offline-calls"' in body  # the offline provider's calls are said to cost nothing
+    admin = client_for(ctx.users["admin@acme.test"]).get("/router/costs/")
+    assert admin.status_code == 200 and "validator" in admin.content.decode()
+
+
+def test_no_seeder_writes_calls_scores_or_rollouts_as_rows():
+    """Every seeder seed_demo runs, read as source: none creates or edits these rows itself."""
+    modules = {inspect.getmodule(fn) for _, fn in demo._SEEDERS} | {demo}
+    assert len(modules) > 5
+    for module in modules:
+        source = inspect.getsource(module)
+        assert not ROW_WRITES.search(source), f"{module.__name__} writes router rows itself"

@@ -7,9 +7,13 @@ pytestmark = pytest.mark.django_db
 
 
 def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
+    from agent.demo import SCRIPTS
+
     demo.seed()
     demo.seed()
-    rows = {(d.user.email, d.tool, d.status) for d in Decision.objects.select_related("user")}
+    # The three scripted tasks (the demo's two weeks of history add their own: agent/demo_history.py).
+    scripted = Decision.objects.filter(task__title__in=[s["title"] for s in SCRIPTS]).select_related("user")
+    rows = {(d.user.email, d.tool, d.status) for d in scripted}
     assert rows == {
         ("admin@acme.test", "pay_invoice", "blocked"),
         ("user@acme.test", "send_email", "blocked"),
@@ -24,7 +28,8 @@ def test_the_demo_send_is_in_the_users_outbox_as_recorded():
     from agent.models import OutboxEntry
 
     demo.seed()
-    entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email")
+    entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email",
+                                    decision__task__title="Thank Priya for the MSA review")
     assert entry.status == "recorded" and entry.adapter == "outbox" and entry.decision.status == "executed"
 
 
