@@ -10,9 +10,10 @@ from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
 from ninja import Field, Query, Router, Schema
+from ninja.pagination import paginate
 
 from lindy.api_errors import ApiError
-from lindy.pagination import MAX_LIMIT, PageIn
+from lindy.pagination import MAX_LIMIT, BoundedLimitOffset, PageIn
 
 from . import diffs, permissions, selectors, services
 from .models import VIA_API, FileSystem, MemoryFile
@@ -166,16 +167,20 @@ def _written(fs: FileSystem, revision, path: str | None) -> dict:
 
 
 @router.get("/filesystems", response=list[FileSystemOut], summary="Your memory file systems and your teams'")
+@paginate(BoundedLimitOffset)
 def filesystem_list(request):
     if not permissions.can_use_memory(request.user):
         return []
+    # As many as the user's teams, plus their own: read whole (ordered by team name), answered a page at a time.
     return [_fs_out(request, fs) for fs in selectors.filesystems_for(request.user)]
 
 
-@router.get("/filesystems/{fs_id}/files", response=list[FileSummaryOut], summary="Every file: path, size, tokens")
+@router.get("/filesystems/{fs_id}/files", response=list[FileSummaryOut],
+            summary="The files in path order, a page at a time: path, size, tokens")
+@paginate(BoundedLimitOffset)
 def file_list(request, fs_id: int):
     fs = _fs(request, fs_id)
-    return list(MemoryFile.objects.filter(filesystem=fs).defer("content").order_by("path"))
+    return MemoryFile.objects.filter(filesystem=fs).defer("content").order_by("path")
 
 
 @router.get("/filesystems/{fs_id}/files/{path:path}", response=FileOut, summary="One file")

@@ -8,6 +8,11 @@
 Budgets protect providers; they must not take the product down: when Redis cannot be reached
 the call is allowed (and logged). Without REDIS_URL (a laptop) there are no budgets.
 
+The numbers: a superuser sets them on the Budgets page (ProviderBudget rows, Route.max_concurrency);
+ROUTER_PROVIDER_BUDGETS and ROUTER_ROUTE_CONCURRENCY are the defaults. They travel with the
+routing table, so a call reads them from process memory and a change reaches every worker within
+a second (router.routing.CHECK_EVERY).
+
     wait = take("anthropic", tokens=1200)   # 0.0: go; > 0: seconds until the buckets allow it
 """
 
@@ -98,15 +103,45 @@ class Budget:
     tokens_per_minute: int
 
 
+# Where a provider's budget comes from, as the Models pages show it.
+FROM_DATABASE, FROM_SETTINGS, FROM_DEFAULT = "database", "settings", "default"
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A provider's budget as configured (0: unlimited), and where it comes from."""
+
+    requests_per_minute: int
+    tokens_per_minute: int
+    source: str
+
+    @property
+    def budget(self) -> Budget | None:
+        if not self.requests_per_minute or not self.tokens_per_minute:
+            return None
+        return Budget(self.requests_per_minute, self.tokens_per_minute)
+
+
+def configured(keys: list[str]) -> dict[str, Configured]:
+    """Each key's budget in one query: its row in the database (set by a superuser), else its
+    setting in ROUTER_PROVIDER_BUDGETS, else the "default" row, else the "default" setting.
+    The rows come with the routing table (process memory, checked against its version at most
+    once a second), so a call costs no query and a change reaches every worker within a second."""
+    from .routing import table
+
+    rows = {key: Configured(rpm, tpm, FROM_DATABASE) for key, (rpm, tpm) in table().budgets.items()}
+    conf = {key: Configured(int(entry.get("rpm") or 0), int(entry.get("tpm") or 0), FROM_SETTINGS)
+            for key, entry in settings.ROUTER_PROVIDER_BUDGETS.items()}
+    fallback = rows.get("default") or conf.get("default") or Configured(0, 0, FROM_DEFAULT)
+    fallback = Configured(fallback.requests_per_minute, fallback.tokens_per_minute, FROM_DEFAULT)
+    return {key: rows.get(key) or conf.get(key) or fallback for key in keys}
+
+
 def budget_for(provider: str) -> Budget | None:
     """None: unlimited (the offline provider, or a provider configured with 0)."""
     if provider == "offline":
         return None
-    conf = settings.ROUTER_PROVIDER_BUDGETS
-    entry = conf.get(provider) or conf.get("default")
-    if not entry or not entry.get("rpm") or not entry.get("tpm"):
-        return None
-    return Budget(int(entry["rpm"]), int(entry["tpm"]))
+    return configured([provider])[provider].budget
 
 
 @lru_cache(maxsize=4)
@@ -163,8 +198,20 @@ def take_or_wait(provider: str, *, tokens: int, max_wait: float, sleep=time.slee
         sleep(wait)
 
 
+def route_limits(routes: list[str]) -> dict[str, tuple[int, str]]:
+    """Each route's concurrency limit (0: none) and where it comes from: the route's row when a
+    superuser set it, else ROUTER_ROUTE_CONCURRENCY."""
+    from .routing import table
+
+    known = table().routes
+    rows = {name: info.max_concurrency for name, info in known.items()
+            if name in routes and info.max_concurrency is not None}
+    return {route: (rows[route], FROM_DATABASE) if route in rows
+            else (int(settings.ROUTER_ROUTE_CONCURRENCY.get(route, 0)), FROM_SETTINGS) for route in routes}
+
+
 def route_limit(route: str) -> int:
-    return int(settings.ROUTER_ROUTE_CONCURRENCY.get(route, 0))
+    return route_limits([route])[route][0]
 
 
 @contextmanager
@@ -198,3 +245,57 @@ def route_slot(route: str, *, limit: int | None = None, expiry: float | None = N
             client.zrem(key, slot)
         except Exception:  # it expires on its own
             logger.warning("could not release a %s slot; it expires in %s s", route, expiry)
+
+
+# Current usage, for the Models pages: read from the same buckets and slots the calls take from.
+
+
+def usage(budgets: dict[str, Budget], now: float | None = None) -> dict[str, tuple[int, int]] | None:
+    """(requests, tokens) each provider has taken that its buckets have not refilled yet, i.e. its
+    use over about the last minute. None without Redis (no budgets are kept then) or when unreachable."""
+    conn = _redis()
+    if conn is None:
+        return None
+    client = conn[0]
+    now = time.time() if now is None else now
+    keys = list(budgets)
+    try:
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(_key(key, "rpm"), "level", "at")
+            pipe.hmget(_key(key, "tpm"), "level", "at")
+        states = pipe.execute()
+    except Exception:
+        logger.warning("provider budget usage unavailable (Redis unreachable)", exc_info=True)
+        return None
+    result = {}
+    for n, key in enumerate(keys):
+        budget = budgets[key]
+        used = []
+        for (level, at), capacity in zip(states[2 * n:2 * n + 2], (budget.requests_per_minute, budget.tokens_per_minute),
+                                         strict=True):
+            if level is None:
+                used.append(0)
+                continue
+            refilled = min(capacity, float(level) + max(0.0, now - float(at)) * capacity / 60)
+            used.append(round(capacity - refilled))
+        result[key] = (used[0], used[1])
+    return result
+
+
+def in_flight(routes: list[str], now: float | None = None) -> dict[str, int] | None:
+    """Calls each route has in flight now (slots not released and not expired). None without Redis."""
+    conn = _redis()
+    if conn is None:
+        return None
+    client = conn[0]
+    now = time.time() if now is None else now
+    try:
+        pipe = client.pipeline(transaction=False)
+        for route in routes:
+            pipe.zcount(_key("route", route), f"({now}", "+inf")
+        counts = pipe.execute()
+    except Exception:
+        logger.warning("route concurrency usage unavailable (Redis unreachable)", exc_info=True)
+        return None
+    return dict(zip(routes, (int(c) for c in counts), strict=True))

@@ -2,7 +2,7 @@ from typing import cast
 
 from django import forms
 
-from .models import PromptVariant, Provider, Rollout, Route, Target, default_stages
+from .models import MAX_BUDGET, PromptVariant, Provider, Rollout, Route, Target, default_stages
 from .services.config import provider_check, target_check
 from .services.rollouts import parse_stages, stages_text
 
@@ -117,3 +117,33 @@ class StagesForm(forms.Form):
 
     def clean_stages(self):
         return parse_stages(self.cleaned_data["stages"])
+
+
+class BudgetForm(forms.Form):
+    """A provider's requests and tokens per minute, or back to the settings' default."""
+
+    key = forms.SlugField(max_length=60)
+    requests_per_minute = forms.IntegerField(min_value=0, max_value=MAX_BUDGET, required=False)
+    tokens_per_minute = forms.IntegerField(min_value=0, max_value=MAX_BUDGET, required=False)
+    use_default = forms.BooleanField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("use_default"):
+            for name in ("requests_per_minute", "tokens_per_minute"):
+                if data.get(name) is None and name not in self.errors:
+                    self.add_error(name, "Required, unless you go back to the default.")
+        return data
+
+
+class ConcurrencyForm(forms.Form):
+    """Calls a route may have in flight at once, or back to the settings' default."""
+
+    max_concurrency = forms.IntegerField(min_value=0, max_value=MAX_BUDGET, required=False)
+    use_default = forms.BooleanField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("use_default") and data.get("max_concurrency") is None and "max_concurrency" not in self.errors:
+            self.add_error("max_concurrency", "Required, unless you go back to the default.")
+        return data

@@ -4,10 +4,14 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
 from .provider_keys import validate_provider_key_env
+
+# The largest budget or concurrency a form accepts: far above any provider's limit, inside an integer column.
+MAX_BUDGET = 1_000_000_000
 
 
 class Provider(models.Model):
@@ -35,6 +39,23 @@ class Provider(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class ProviderBudget(models.Model):
+    """A provider's requests and tokens per minute, set by a superuser (router.budgets reads it at
+    every call); without a row the ROUTER_PROVIDER_BUDGETS setting applies. 0: unlimited."""
+
+    key = models.SlugField(max_length=60, unique=True,
+                           help_text="A provider's name (the host of its targets), or \"default\" for the rest.")
+    requests_per_minute = models.PositiveIntegerField(validators=[MaxValueValidator(MAX_BUDGET)])
+    tokens_per_minute = models.PositiveIntegerField(validators=[MaxValueValidator(MAX_BUDGET)])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self):
+        return f"{self.key}: {self.requests_per_minute} requests, {self.tokens_per_minute} tokens a minute"
 
 
 class Target(models.Model):
@@ -88,6 +109,10 @@ class Route(models.Model):
     baseline = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="baseline_routes")
     baseline_variant = models.CharField(max_length=60, default="default", help_text="Prompt variant of the baseline.")
     max_tokens = models.PositiveIntegerField(default=4096, help_text="Default output budget of a call.")
+    max_concurrency = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(MAX_BUDGET)],
+        help_text="Calls in flight at once across all workers (router.budgets). Empty: the "
+                  "ROUTER_ROUTE_CONCURRENCY setting; 0: no limit.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -387,6 +412,8 @@ class AuditEvent(models.Model):
         PROMPT_VARIANT_CREATED = "prompt_variant.created", "Prompt variant added"
         TARGET_CREATED = "target.created", "Target added"
         PROVIDER_CREATED = "provider.created", "Provider added"
+        PROVIDER_BUDGET_SET = "provider_budget.set", "Provider budget changed"
+        ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",

@@ -27,7 +27,7 @@ import hashlib
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +37,7 @@ from django.db import transaction
 from lindy import outages
 
 from . import variants
-from .models import ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+from .models import ModelChoice, PromptVariant, Provider, ProviderBudget, Rollout, Route, Target
 from .registry import _ROUTES, RouteSpec, register_route, registered_routes  # noqa: F401  (the routing API)
 
 VERSION_KEY = "router:table:version"
@@ -140,12 +140,16 @@ class RouteInfo:
     baseline_variant: str
     max_tokens: int
     rollout: RolloutInfo | None = None
+    max_concurrency: int | None = None  # None: the setting's (router.budgets)
 
 
 @dataclass(frozen=True)
 class Table:
     targets: dict[int, TargetInfo]
     routes: dict[str, RouteInfo]
+    # Provider budgets a superuser set, {key: (requests, tokens) per minute}: router.budgets reads
+    # them at every call, so they live here, checked against the version like the rest.
+    budgets: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 # One user's explicit choices: {route name or ALL_ROUTES: target id}.
@@ -259,11 +263,12 @@ def _load() -> dict:
     routes = {
         r.name: {
             "name": r.name, "baseline_id": r.baseline_id, "baseline_variant": r.baseline_variant,
-            "max_tokens": r.max_tokens, "rollout": rollouts.get(r.pk),
+            "max_tokens": r.max_tokens, "rollout": rollouts.get(r.pk), "max_concurrency": r.max_concurrency,
         }
         for r in Route.objects.all()
     }
-    return {"targets": targets, "routes": routes}
+    budgets = {b.key: (b.requests_per_minute, b.tokens_per_minute) for b in ProviderBudget.objects.all()}
+    return {"targets": targets, "routes": routes, "budgets": budgets}
 
 
 def _build(raw: dict) -> Table:
@@ -271,7 +276,8 @@ def _build(raw: dict) -> Table:
     for name, row in raw["routes"].items():
         rollout = RolloutInfo(**row["rollout"]) if row["rollout"] else None
         routes[name] = RouteInfo(**{**row, "rollout": rollout})
-    return Table(targets={int(k): TargetInfo(**v) for k, v in raw["targets"].items()}, routes=routes)
+    return Table(targets={int(k): TargetInfo(**v) for k, v in raw["targets"].items()}, routes=routes,
+                 budgets={key: (int(rpm), int(tpm)) for key, (rpm, tpm) in raw.get("budgets", {}).items()})
 
 
 def _version() -> str:
@@ -293,7 +299,7 @@ def table() -> Table:
         version = _version()
     except outages.CACHE_ERRORS as exc:
         # The cache is unreachable: the database is the truth, read at most once a second
-        # (each read is five queries), and the table whose version can't be checked is dropped.
+        # (each read is six queries), and the table whose version can't be checked is dropped.
         outages.report_down("cache", "routing reads its table from the database", exc)
         _local = None
         return _table_from_database(now)

@@ -13,10 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from . import permissions, routing, selectors, services
+from . import limits, permissions, routing, selectors, services
 from .forms import (
     BaselineForm,
+    BudgetForm,
     ChoiceForm,
+    ConcurrencyForm,
     EvalRunForm,
     ProviderForm,
     RolloutForm,
@@ -284,6 +286,55 @@ def provider_create(request):
         return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
     messages.success(request, f"Provider {provider.name} added.")
     return redirect("router:targets")
+
+
+def _budgets_page(request, *, status: int = 200, budget_form=None, concurrency_form=None, failed: str = ""):
+    return render(request, "router/budgets.html", {
+        "budgets": limits.budget_rows(), "routes": limits.route_rows(), "audit_events": limits.audit_events(),
+        "budget_form": budget_form, "concurrency_form": concurrency_form, "failed": failed,
+    }, status=status)
+
+
+@login_required
+def budgets(request):
+    """Provider budgets and route concurrency: GET shows them with their current use; POST sets
+    one provider's budget (or puts back its default)."""
+    _manager(request)
+    if request.method != "POST":
+        return _budgets_page(request)
+    form = BudgetForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["use_default"]:
+                services.provider_budget_clear(key=data["key"], actor=request.user)
+            else:
+                services.provider_budget_set(key=data["key"], requests_per_minute=data["requests_per_minute"],
+                                             tokens_per_minute=data["tokens_per_minute"], actor=request.user)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+    if form.errors:
+        return _budgets_page(request, status=400, budget_form=form, failed=request.POST.get("key", ""))
+    messages.success(request, f"Budget of {form.cleaned_data['key']} saved: every worker's next call uses it.")
+    return redirect("router:budgets")
+
+
+@login_required
+@require_POST
+def route_concurrency(request, name: str):
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = ConcurrencyForm(request.POST)
+    if form.is_valid():
+        limit = None if form.cleaned_data["use_default"] else form.cleaned_data["max_concurrency"]
+        try:
+            services.route_concurrency_set(route=route, max_concurrency=limit, actor=request.user)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+    if form.errors:
+        return _budgets_page(request, status=400, concurrency_form=form, failed=route.name)
+    messages.success(request, f"Concurrency of {route.name} saved.")
+    return redirect("router:budgets")
 
 
 @login_required

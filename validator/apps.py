@@ -7,7 +7,7 @@ class ValidatorConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import navigation
+        from lindy import navigation, schedules
         from router import variants
         from router.routing import register_route
         from router.services.evals import register_eval_gate, register_request_builder
@@ -38,6 +38,11 @@ class ValidatorConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "eval-candidates", "Eval candidates", "validator-eval-candidates",
             permissions.can_review_eval_candidates, order=52,
+        ))
+        schedules.register(schedules.Periodic(
+            name="validator.stats_rollup", task="validator.tasks.stats_rollup", every_seconds=600,
+            description="Rolls up the decisions of each ended day for the admins' statistics (a page "
+                        "then reads one row per team, tool and day).",
         ))
         # After the router's seeder (30), which creates the targets the matrix runs on.
         core_demo.register_seeder(40, demo.seed)

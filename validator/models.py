@@ -79,11 +79,16 @@ class Decision(models.Model):
         # The lists read one user's decisions newest first (all of them, or one status), so each
         # index ends in the list's order (-created_at, -id) and PostgreSQL stops after one page
         # instead of sorting every row the user has. The team filter the permission rules add is
-        # checked on those few rows. The admins' statistics read (team, created_at) and the columns they
+        # checked on those few rows. "All decisions" leaves out the exempt ones (30 % or more): its own
+        # partial index, with the team in it, serves that exact filter and order from the index alone,
+        # so a deep page skips its offset (and the capped count reads its rows) without the table.
+        # The admins' statistics read (team, created_at) and the columns they
         # count, all from the index.
         indexes = [
             models.Index(fields=["user", "status", "-created_at", "-id"], name="decision_user_status_newest"),
             models.Index(fields=["user", "-created_at", "-id"], name="decision_user_newest"),
+            models.Index(fields=["user", "-created_at", "-id"], include=["team"], condition=~models.Q(status="exempt"),
+                         name="decision_user_shown_newest"),
             models.Index(fields=["team", "created_at"], include=["status", "tool", "approved", "validator_failure"],
                          name="decision_team_period"),
         ]
@@ -106,6 +111,36 @@ class Decision(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.BLOCKED
+
+
+class DecisionDay(models.Model):
+    """One team's validated decisions of one tool on one (past) day: what the admins' statistics
+    read instead of the decisions themselves, so the page costs O(days), not O(decisions).
+    Written only by validator.daily_stats, once the day has ended; never updated after."""
+
+    team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=100)
+    day = models.DateField()
+    total = models.PositiveIntegerField()
+    blocked = models.PositiveIntegerField(help_text="Not approved by the validator (failures included).")
+    failures = models.PositiveIntegerField(help_text="The validator could not give a verdict.")
+
+    class Meta:
+        # The unique index (team, day, tool) also serves the page's read: its teams, a range of days.
+        constraints = [models.UniqueConstraint(fields=["team", "day", "tool"], name="one_decision_day_per_tool")]
+
+    def __str__(self):
+        return f"{self.tool} on {self.day} for team {self.team_id}: {self.total}"
+
+
+class DecisionRollup(models.Model):
+    """The one row saying through which day DecisionDay is complete: later days are read live."""
+
+    through = models.DateField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"decision statistics rolled up through {self.through}"
 
 
 class EvalMatrix(models.Model):

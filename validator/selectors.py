@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import timedelta
 
-from django.db.models import Count, Q
-from django.db.models.functions import TruncDate
+from django.db.models import Count
 from django.utils import timezone
 
 from lindy.models import Team
 
-from . import permissions
+from . import daily_stats, permissions
 from .counting import capped_count
 from .models import Decision, EvalCandidate, EvalMatrix
 
-VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")
+VALIDATED = daily_stats.VALIDATED
 
 
 BADGE_CAP = 99
@@ -66,18 +65,9 @@ def team_stats(user, *, days: int = 30) -> dict:
     Counts only — admins never see the actions themselves."""
     team_ids = permissions.admin_team_ids(user)
     first_day = timezone.localdate() - timedelta(days=days - 1)
-    since = timezone.make_aware(datetime.combine(first_day, time.min))
-    # Grouped by team id without a join or an ORDER BY: PostgreSQL hash-aggregates the period's rows
-    # (read from the covering (team, created_at) index) and the few groups are ordered here.
     names = dict(Team.objects.filter(pk__in=team_ids).values_list("pk", "name"))
-    rows = (
-        Decision.objects.filter(team_id__in=team_ids, created_at__gte=since, status__in=VALIDATED)
-        .annotate(day=TruncDate("created_at"))
-        .values("team_id", "tool", "day")
-        .annotate(total=Count("id"), blocked=Count("id", filter=Q(approved=False)),
-                  failures=Count("id", filter=Q(validator_failure=True)))
-        .order_by()
-    )
+    # Summaries for the rolled-up days, the decisions only for the days after: O(days), not O(decisions).
+    rows = daily_stats.day_rows(team_ids, first_day)
     teams: dict[str, dict] = {}
     for row in sorted(rows, key=lambda r: (names[r["team_id"]], r["tool"], r["day"])):
         team = teams.setdefault(names[row["team_id"]], {"tools": {}})
@@ -86,7 +76,7 @@ def team_stats(user, *, days: int = 30) -> dict:
         tool["total"] += row["total"]
         tool["blocked"] += row["blocked"]
         tool["failures"] += row["failures"]
-        tool["by_day"][day] = {"total": row["total"], "blocked": row["blocked"]}
+        tool["by_day"][day] = {"total": row["total"], "blocked": row["blocked"], "failures": row["failures"]}
     # Every day of the period is on the axis, so quiet days show as gaps, not as a squeezed scale.
     days_sorted = [(first_day + timedelta(days=offset)).isoformat() for offset in range(days)]
     result = {}

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from . import eval_matrix
+from . import daily_stats, eval_matrix
 
 # Routed to "<CELERY_QUEUE>.evals" by settings.LINDY_QUEUE_CLASSES: a matrix makes hundreds of
 # model calls and must never delay users' tasks.
@@ -10,3 +10,9 @@ from . import eval_matrix
 def eval_cell(cell_id: int) -> str:
     """One (target, prompt variant) of a validator eval matrix; then the next queued cell."""
     return eval_matrix.cell_run(cell_id).status
+
+
+@shared_task(name="validator.tasks.stats_rollup", acks_late=True, time_limit=600, soft_time_limit=540)
+def stats_rollup() -> int:
+    """The admins' statistics: roll up the decisions of the days that have ended (validator.daily_stats)."""
+    return daily_stats.rollup()

@@ -12,12 +12,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from . import eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
+from . import daily_stats, eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
 from .counting import CappedPaginator, page_number
 from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20
 FILTERS = {"blocked": Decision.Status.BLOCKED, "all": None}
+LIST_DEFERRED = ("history", "evidence", "execution_result", "justification", "reasoning", "failure_reason",
+                 "suggested_next_step")
 
 
 def _reviewer_only(request):
@@ -34,6 +36,9 @@ def blocked_list(request):
     queryset = selectors.decision_list(request.user, FILTERS[show])
     if show == "all":
         queryset = queryset.exclude(status=Decision.Status.EXEMPT)
+    # The rows show the action, task, status and time: the history the validator saw and its
+    # evidence (often kilobytes each) stay in the table until a decision is opened.
+    queryset = queryset.defer(*LIST_DEFERRED)
     asked = page_number(request.GET.get("page"))
     page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
@@ -115,7 +120,7 @@ def stats(request):
     if not permissions.can_view_decision_stats(request.user):
         raise Http404("Decision statistics are for team admins.")
     try:
-        days = max(1, min(int(request.GET.get("days", 30)), 365))
+        days = max(1, min(int(request.GET.get("days", 30)), daily_stats.MAX_PERIOD_DAYS))
     except ValueError:
         days = 30
     return render(request, "validator/stats.html", {"teams": selectors.team_stats(request.user, days=days),

@@ -15,7 +15,7 @@ from memory import services as memory_services
 
 pytestmark = pytest.mark.django_db
 
-LISTS = ["/api/tasks", "/api/meetings", "/api/validator/decisions", "/api/validator/outbox"]
+LISTS = ["/api/tasks", "/api/meetings", "/api/validator/decisions", "/api/validator/outbox", "/api/memory/filesystems"]
 OUT_OF_RANGE = [
     {"limit": str(10**20)}, {"offset": str(10**20)}, {"limit": "1e20"}, {"offset": "1e20"},
     {"limit": MAX_LIMIT + 1}, {"offset": MAX_OFFSET + 1}, {"limit": 0}, {"offset": -1}, {"limit": -5},
@@ -42,7 +42,8 @@ def test_lists_serve_the_largest_allowed_page(cast, api_for, path):
 def test_hydration_and_memory_lists_share_the_bounds(cast, api_for):
     fs = memory_services.filesystem_for_team(cast.team)
     api = api_for(cast.admin)
-    for path in (f"/api/hydration/filesystems/{fs.pk}/runs", f"/api/memory/filesystems/{fs.pk}/revisions"):
+    for path in (f"/api/hydration/filesystems/{fs.pk}/runs", f"/api/memory/filesystems/{fs.pk}/revisions",
+                 f"/api/memory/filesystems/{fs.pk}/files"):
         assert api.get(path, limit=MAX_LIMIT).status_code == 200, path
         assert api.get(path, offset=MAX_OFFSET).status_code == 200, path
         assert api.get(path, limit=MAX_LIMIT + 1).status_code == 422, path

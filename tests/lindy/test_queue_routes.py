@@ -32,6 +32,8 @@ EXPECTED = {
     # A sweep: it only re-queues a dead worker's run, so it must not wait behind hydration itself.
     "hydration.tasks.recover": None,
     "hydration.tasks.schedules_backfill": None,
+    # Usually nothing to do; once a day, one day's decisions: a short statement, not a class of work.
+    "validator.tasks.stats_rollup": None,
     "channels_app.tasks.attachment_store": None,
     "channels_app.tasks.ratio_alerts_check": None,
     # One short send: it does not hold up the debounce on the channels queue.

@@ -22,15 +22,15 @@ def url(fs, suffix=""):
 
 
 def test_list_filesystems_scoped(cast, api_for, team_fs):
-    body = api_for(cast.member).get(BASE).json()
+    body = api_for(cast.member).get(BASE).json()["items"]
     labels = {fs["label"]: fs["can_edit"] for fs in body}
     assert labels == {"team:Acme": False, f"user:{cast.member.email}": True}
-    assert api_for(cast.support).get(BASE).json() == []
+    assert api_for(cast.support).get(BASE).json()["items"] == []
 
 
 def test_files_list_and_get(cast, api_for, team_fs):
     api = api_for(cast.member)
-    files = api.get(url(team_fs, "/files")).json()
+    files = api.get(url(team_fs, "/files")).json()["items"]
     assert [f["path"] for f in files] == ["index.md", "people/jane.md"]
     jane = files[1]
     assert jane["size"] == len(b"# Jane\nCTO of Initech.") and jane["tokens"] > 0 and jane["tokens_exact"] is False
