@@ -8,10 +8,10 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from lindy.counting import capped_count
 from lindy.models import Team
 
 from . import permissions
-from .counting import capped_count
 from .models import Decision, EvalCandidate, EvalMatrix
 
 VALIDATED = ("allowed", "executed", "execution_failed", "blocked", "authorized", "dismissed", "suggestion_followed")

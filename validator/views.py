@@ -12,8 +12,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from lindy.counting import CappedPaginator, page_number
+
 from . import eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
-from .counting import CappedPaginator, page_number
 from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,16 +108,6 @@ def test_rows_changed_outside_a_revision_are_not_trusted_forever(cast):
     write_linked(fs, {"people/jane.md": "Jane"})
     type(fs.files.first()).objects.filter(filesystem=fs, path="people/jane.md").update(tokens=10**6)
     assert [v.kind for v in selectors.verdict_now(fs)] == [verifier.OVER_BUDGET]
-
-
-@pytest.mark.django_db
-def test_search_has_trigram_indexes_on_postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip("trigram indexes are PostgreSQL's")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memory_memoryfile'")
-        names = {row[0] for row in cursor.fetchall()}
-    assert {"memory_file_path_trgm", "memory_file_content_trgm"} <= names
 
 
 def test_lookalike_special_names_in_links_are_refused_as_by_clean_path():

@@ -1,8 +1,10 @@
-"""Bounded counts for the decision lists: a user may have 100,000 decisions, and counting them all
-on every page (Paginator, the API's `count`, the navigation badge) costs more than the page itself.
+"""Bounded counts for long lists: a user may have 100,000 decisions or a memory 5,000 files, and
+counting every row on every page (Paginator, the API's `count`, the navigation badge) costs more
+than the page itself.
 
 Each count stops at a cap that moves with the page asked for, so "Older →" always works and the
-total reads "1,000+" once it is past what a person would page through."""
+total reads "1,000+" once it is past what a person would page through. A list whose count is
+already known (kept per revision, say) passes it to `CountedPaginator` and runs no COUNT."""
 
 from __future__ import annotations
 
@@ -32,12 +34,13 @@ def page_number(raw: str | None) -> int:
 
 
 class CappedPaginator(Paginator):
-    """A Paginator whose count stops COUNT_AHEAD rows past the page asked for (`count_is_capped`)."""
+    """A Paginator whose count stops `ahead` rows (COUNT_AHEAD unless given) past the page asked
+    for (`count_is_capped`)."""
 
-    def __init__(self, queryset: QuerySet, per_page: int, asked: int):
+    def __init__(self, queryset: QuerySet, per_page: int, asked: int, ahead: int | None = None):
         super().__init__(queryset, per_page)
         self.queryset = queryset
-        self.cap = asked * per_page + COUNT_AHEAD
+        self.cap = asked * per_page + (COUNT_AHEAD if ahead is None else ahead)
 
     @cached_property
     def count(self) -> int:
@@ -46,3 +49,17 @@ class CappedPaginator(Paginator):
     @property
     def count_is_capped(self) -> bool:
         return self.count >= self.cap
+
+
+class CountedPaginator(Paginator):
+    """A Paginator told its count, so a page costs the rows it shows and no COUNT."""
+
+    count_is_capped = False
+
+    def __init__(self, object_list, per_page: int, count: int):
+        super().__init__(object_list, per_page)
+        self.known_count = count
+
+    @cached_property
+    def count(self) -> int:
+        return self.known_count
