@@ -8,6 +8,7 @@ already known (kept per revision, say) passes it to `CountedPaginator` and runs 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 from django.core.paginator import Paginator
@@ -35,15 +36,20 @@ def page_number(raw: str | None) -> int:
 
 class CappedPaginator(Paginator):
     """A Paginator whose count stops `ahead` rows (COUNT_AHEAD unless given) past the page asked
-    for (`count_is_capped`)."""
+    for (`count_is_capped`). `counter(cap)`, when given, counts instead of a COUNT query (from
+    a cache, say)."""
 
-    def __init__(self, queryset: QuerySet, per_page: int, asked: int, ahead: int | None = None):
+    def __init__(self, queryset: QuerySet, per_page: int, asked: int, ahead: int | None = None,
+                 counter: Callable[[int], int] | None = None):
         super().__init__(queryset, per_page)
         self.queryset = queryset
         self.cap = asked * per_page + (COUNT_AHEAD if ahead is None else ahead)
+        self.counter = counter
 
     @cached_property
     def count(self) -> int:
+        if self.counter is not None:
+            return self.counter(self.cap)
         return capped_count(self.queryset, self.cap)
 
     @property

@@ -13,6 +13,8 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
 from django.db.models.functions import Upper
 from django.db.models.lookups import Contains
 
+from lindy.counting import capped_count
+
 from . import permissions
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import SPECIAL, PathError, clean_path
@@ -152,6 +154,13 @@ def _contains_folded(field: str, query: str) -> Q:
         return Q(**{f"{field}__icontains": query})
     folded = Func(F(field), function=SEARCH_FOLD, output_field=TextField())
     return Q(Contains(folded, Upper(Value(query))))
+
+
+def search_count(fs: FileSystem, query: str, cap: int) -> int:
+    """How many files `search` finds, counting at most `cap`; kept per revision, so paging
+    through the results (or typing the same words again) runs the search once per page."""
+    digest = hashlib.sha1(query.encode()).hexdigest()[:16]
+    return _per_revision(fs, f"search:{digest}:{cap}", lambda fs: capped_count(search(fs, query), cap))
 
 
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:

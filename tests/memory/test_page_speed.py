@@ -80,6 +80,11 @@ def test_search_count_stops_past_the_page_and_next_still_works(cast, monkeypatch
     second = _page(client, f"/memory/{fs.pk}/?q=match&page=2")
     assert _files_shown(second) == [f"f{n:03}.md" for n in range(50, 70)]
     assert "Page 2 of 2</span>" in second and 'data-results="70"' in second
+    with CaptureQueriesContext(connection) as captured:  # the count is kept per revision
+        assert 'data-results="70"' in _page(client, f"/memory/{fs.pk}/?q=match&page=2")
+    assert not [q["sql"] for q in captured if "COUNT(" in q["sql"] and "memory_memoryfile" in q["sql"]]
+    write_linked(fs, {"f070.md": "one more match"})  # a new revision: counted again
+    assert 'data-results="71"' in _page(client, f"/memory/{fs.pk}/?q=match&page=2")
 
 
 def test_tree_pages_take_their_count_from_the_revision_not_a_count_query(cast):
