@@ -138,7 +138,7 @@ def _resolved_links(markdown: str) -> _Links:
     targets = _written_targets(markdown)
     lines = "\n".join(targets)  # a target holds no whitespace: one per line
     rest = [] if _ALL_PLAIN.fullmatch(lines + "\n") else _NOT_PLAIN.findall(lines)
-    plain = frozenset(targets).difference(rest)
+    plain = frozenset(targets).difference(rest) if rest else frozenset(targets)
     written_as: dict[str, str] = {}
     broken = []
     for target in map(_file_target, rest):
