@@ -45,7 +45,7 @@ def test_verifier_over_the_whole_file_system(big):
            note="index and master parsed once per content, as on every write after the first")
 
     def cold():
-        verifier._resolved_links.cache_clear()
+        verifier.forget_parsed()
         verifier.verify(files, fs.budgets, count=estimate_tokens)
 
     first, bare = interleaved(cold, lambda: sum(len(c) for c in contents), RUNS)

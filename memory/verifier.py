@@ -131,11 +131,41 @@ _ALL_PLAIN = re.compile("(?:" + _PLAIN.format(end=r"\n") + ")*+")
 _NOT_PLAIN = re.compile("^(?!" + _PLAIN.format(end="$") + r")[^\n]+", re.MULTILINE)
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    written: tuple[str, ...]  # every link target, as written and in order (web and anchor links too)
+    targets: frozenset[str]
+    # Targets that might not name the file whose path they spell: a "#", "?", "%" or ":" in them
+    # (a fragment, a query, an escape, a scheme), or a root name that folds to a special name.
+    odd: frozenset[str]
+
+
+_ODD_CHARS = "#?%:"
+
+
+@lru_cache(maxsize=64)
+def _parsed(markdown: str) -> _Parsed:
+    """The link targets of index.md or master.md. Cached by content: the memory agent's rounds
+    and every page re-verify the same index, and a str keeps its own hash."""
+    written = tuple(_written_targets(markdown))
+    targets = frozenset(written)
+    lines = "\n".join(targets).lower()  # one memchr-speed test per marker instead of a step per target
+    odd: frozenset[str] = frozenset()
+    if any(ch in lines for ch in _ODD_CHARS) or "index.md" in lines or "master.md" in lines:
+        odd = frozenset(t for t in targets if any(ch in t for ch in _ODD_CHARS) or t.lower() in SPECIAL)
+    return _Parsed(written, targets, odd)
+
+
+def forget_parsed() -> None:
+    """Empty the per-content caches (for tests and the bench's cold measurement)."""
+    _parsed.cache_clear()
+    _resolved_links.cache_clear()
+
+
 @lru_cache(maxsize=64)
 def _resolved_links(markdown: str) -> _Links:
-    """The links of index.md or master.md, resolved. Cached by content: the memory agent's
-    rounds and every page re-verify the same index, and a str keeps its own hash."""
-    targets = _written_targets(markdown)
+    """The links of index.md or master.md, each resolved, whatever files exist. Cached by content."""
+    targets = _parsed(markdown).written
     lines = "\n".join(targets)  # a target holds no whitespace: one per line
     rest = [] if _ALL_PLAIN.fullmatch(lines + "\n") else _NOT_PLAIN.findall(lines)
     plain = frozenset(targets).difference(rest) if rest else frozenset(targets)
@@ -192,6 +222,14 @@ def verify(
     for special in SPECIAL:
         content = files.get(special)
         if content is None:
+            continue
+        parsed = _parsed(content)
+        others = parsed.targets.difference(files)  # targets that are not exactly a file's path
+        if parsed.odd <= others and not any(map(_file_target, others)):
+            # The usual index: every link spells an existing file's path, with nothing in it
+            # that could make it name another (see _Parsed.odd), or is a web, mail or anchor
+            # link. Such a target names that file, so none is broken and none is missing.
+            unlinked.difference_update(parsed.targets.difference(others) if others else parsed.targets)
             continue
         links = _resolved_links(content)
         for target, why in links.broken:
