@@ -20,7 +20,7 @@ from lindy.counting import CappedPaginator, CountedPaginator, page_number
 
 from . import blame, diff_html, permissions, selectors, services
 from .context import context_for
-from .models import VIA_BROWSER
+from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_markdown
 
@@ -281,9 +281,18 @@ def file_history(request, fs_id, path):
         change.restore_url = reverse("memory:restore", args=[fs.pk, change.pk])
     context = _base(request, fs)
     context.update({"path": path, "page": page, "style": style, "history_url": reverse("memory:file-history", args=[fs.pk, path]),
-                    "exists": fs.files.filter(path=path).exists()})
+                    "exists": _exists_after(fs, path, page)})
     template = "memory/history.html#changes" if request.htmx else "memory/history.html"
     return render(request, template, context)
+
+
+def _exists_after(fs, path: str, page) -> bool:
+    """Whether `path` is a file now. The first page starts with the newest change to it, which
+    says so (not deleted, not moved away) without a query."""
+    if page.number != 1:
+        return fs.files.filter(path=path).exists()
+    newest = page.object_list[0]
+    return newest.path == path and newest.op != FileChange.Op.DELETE
 
 
 @login_required

@@ -158,3 +158,17 @@ def test_revision_list_shows_how_many_files_each_revision_changed(cast):
     assert "<td>4</td>" in row
     row = re.search(rf'<tr data-revision="{small.pk}">.*?</tr>', second, re.S).group(0)
     assert "<td>1</td>" in row
+
+
+def test_file_history_says_whether_the_file_is_still_there(cast):
+    fs = cast.team.memory_filesystem
+    write_linked(fs, {"a.md": "a", "b.md": "b"})
+    client = client_for(cast.admin)
+    assert "View the file" in _page(client, f"/memory/{fs.pk}/history/a.md")
+    services.file_move(filesystem=fs, path="a.md", new_path="c.md", base_version=None, author_kind="person",
+                       author=cast.admin, update_links=True)
+    assert "View the file" not in _page(client, f"/memory/{fs.pk}/history/a.md")
+    assert "View the file" in _page(client, f"/memory/{fs.pk}/history/c.md")
+    services.file_delete(filesystem=fs, path="b.md", base_version=None, author_kind="person", author=cast.admin,
+                         update_links=True)
+    assert "View the file" not in _page(client, f"/memory/{fs.pk}/history/b.md")
