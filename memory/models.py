@@ -11,6 +11,8 @@ from django.db.models import Q
 from .verifier import DEFAULT_ALWAYS_LOADED_TOKEN_BUDGET, DEFAULT_FILE_TOKEN_BUDGET, Budgets
 
 if TYPE_CHECKING:
+    from django.utils.safestring import SafeString
+
     from .diffs import Line, Row
 
 
@@ -178,8 +180,10 @@ class FileChange(models.Model):
     before_version = models.PositiveIntegerField(null=True, blank=True)
     after_version = models.PositiveIntegerField(null=True, blank=True)
 
-    # Not a column: views set it on the changes they show, for memory/_diff.html.
+    # Not columns: views set them on the changes they show (memory/diff_html.py), the rows for
+    # memory/_diff.html and the HTML it renders.
     diff: list[Line] | list[Row]
+    diff_html: SafeString
 
     class Meta:
         ordering = ["revision_id", "pk"]

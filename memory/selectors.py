@@ -8,7 +8,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.db.models import Count, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
+from django.db.models.functions import Upper
+from django.db.models.lookups import Contains
+
+from lindy.counting import capped_count
 
 from . import permissions
 from .models import FileChange, FileSystem, MemoryFile, Revision
@@ -132,8 +137,36 @@ def files_in(fs: FileSystem, folder: str) -> QuerySet[MemoryFile]:
     return queryset.exclude(path__in=SPECIAL) if folder == "" else queryset
 
 
+def files_in_count(fs: FileSystem, folder: str) -> int:
+    """How many files `files_in` lists, kept per revision: the tree's pages need no COUNT."""
+    digest = hashlib.sha1(folder.encode()).hexdigest()[:16]
+    return _per_revision(fs, f"files-in:{digest}", lambda fs: files_in(fs, folder).count())
+
+
+# memory/migrations/0005: UPPER() behind a function priced like the work it does, indexed by
+# trigrams, so PostgreSQL finds matches through the indexes instead of upper-casing every file.
+SEARCH_FOLD = "memory_search_fold"
+
+
+def _contains_folded(field: str, query: str) -> Q:
+    """`field` icontains `query`, written as the expression the trigram index holds."""
+    if connection.vendor != "postgresql":  # SQLite: no function and no index; LIKE is already case-blind
+        return Q(**{f"{field}__icontains": query})
+    folded = Func(F(field), function=SEARCH_FOLD, output_field=TextField())
+    return Q(Contains(folded, Upper(Value(query))))
+
+
+def search_count(fs: FileSystem, query: str, cap: int) -> int:
+    """How many files `search` finds, counting at most `cap`; kept per revision, so paging
+    through the results (or typing the same words again) runs the search once per page."""
+    digest = hashlib.sha1(query.encode()).hexdigest()[:16]
+    return _per_revision(fs, f"search:{digest}:{cap}", lambda fs: capped_count(search(fs, query), cap))
+
+
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
-    return (MemoryFile.objects.filter(filesystem=fs).filter(Q(path__icontains=query) | Q(content__icontains=query))
+    """Files whose path or text contains `query`, in any case, by path."""
+    return (MemoryFile.objects.filter(filesystem=fs)
+            .filter(_contains_folded("path", query) | _contains_folded("content", query))
             .defer("content").order_by("path"))
 
 
@@ -142,9 +175,27 @@ def file_history(fs: FileSystem, path: str) -> QuerySet[FileChange]:
             .select_related("revision", "revision__author").order_by("-revision_id", "-pk"))
 
 
+def file_history_count(fs: FileSystem, path: str) -> int:
+    """How many changes `file_history` lists, kept per revision."""
+    digest = hashlib.sha1(path.encode()).hexdigest()[:16]
+    return _per_revision(fs, f"history:{digest}", lambda fs: file_history(fs, path).count())
+
+
 def revisions(fs: FileSystem) -> QuerySet[Revision]:
-    return (Revision.objects.filter(filesystem=fs).select_related("author")
-            .annotate(change_count=Count("changes")).order_by("-created_at", "-pk"))
+    return Revision.objects.filter(filesystem=fs).select_related("author").order_by("-created_at", "-pk")
+
+
+def revision_count(fs: FileSystem) -> int:
+    """How many revisions the file system has, kept per revision (a new one is a new head)."""
+    return _per_revision(fs, "revisions", lambda fs: revisions(fs).count())
+
+
+def change_counts(revision_ids: list[int]) -> dict[int, int]:
+    """How many files each revision changed: one grouped query over the foreign key's index for
+    a page of revisions, instead of joining every change of every revision to count them."""
+    rows = (FileChange.objects.filter(revision_id__in=revision_ids).values("revision_id")
+            .annotate(n=Count("pk")).order_by().values_list("revision_id", "n"))
+    return dict(rows)
 
 
 def revision_get(fs: FileSystem, revision_id) -> Revision:

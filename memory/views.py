@@ -10,21 +10,24 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from . import blame, diffs, permissions, selectors, services
+from lindy.counting import CappedPaginator, CountedPaginator, page_number
+
+from . import blame, diff_html, permissions, selectors, services
 from .context import context_for
 from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_markdown
 
 TREE_PAGE_SIZE = 50
-HISTORY_PAGE_SIZE = 10  # each change renders its diff: ten keep the page light on a phone
+HISTORY_PAGE_SIZE = 10  # each change shows its diff: ten keep the page light on a phone
+# Search results are counted at most this far past the page shown ("Page 2 of 12+").
+SEARCH_COUNT_AHEAD = 500
 AUTHOR = services.AuthorKind.PERSON
 
 
@@ -45,8 +48,15 @@ def _editable(request, fs_id):
     return fs
 
 
-def _page(request, queryset, size):
-    return Paginator(queryset, size).get_page(request.GET.get("page"))
+def _page(request, queryset, size, count: int):
+    """A page of `queryset`, whose length (`count`) the caller knows: no COUNT query."""
+    return CountedPaginator(queryset, size, count).get_page(request.GET.get("page"))
+
+
+def _search_page(request, fs, query: str, size: int):
+    asked = page_number(request.GET.get("page"))
+    return CappedPaginator(selectors.search(fs, query), size, asked, ahead=SEARCH_COUNT_AHEAD,
+                           counter=lambda cap: selectors.search_count(fs, query, cap)).get_page(asked)
 
 
 def _base(request, fs) -> dict:
@@ -59,7 +69,10 @@ def _bar(tokens: int, budget: int) -> int:
 
 
 def _decorate(fs, files):
+    """Set what a listing row shows on each file; its link is reversed here, where it costs a
+    fraction of a {% url %} tag per row."""
     for item in files:
+        item.url = reverse("memory:file", args=[fs.pk, item.path])
         budget = fs.always_loaded_token_budget if item.path in SPECIAL else fs.file_token_budget
         item.budget = budget
         item.percent = _bar(item.tokens, budget)
@@ -97,10 +110,10 @@ def tree(request, fs_id):
             raise Http404("No such folder.") from None
     context = _base(request, fs)
     if query:
-        page = _page(request, selectors.search(fs, query), TREE_PAGE_SIZE)
+        page = _search_page(request, fs, query, TREE_PAGE_SIZE)
         folders = []
     else:
-        page = _page(request, selectors.files_in(fs, folder), TREE_PAGE_SIZE)
+        page = _page(request, selectors.files_in(fs, folder), TREE_PAGE_SIZE, selectors.files_in_count(fs, folder))
         folders = selectors.subfolders(fs, folder)
     _decorate(fs, page.object_list)
     crumbs = []
@@ -256,30 +269,41 @@ def file_history(request, fs_id, path):
         path = clean_path(path)
     except PathError:
         raise Http404("No such file.") from None
-    page = _page(request, selectors.file_history(fs, path), HISTORY_PAGE_SIZE)
+    changes = selectors.file_history(fs, path).defer("before", "after")  # only diffs missing from the cache read them
+    page = _page(request, changes, HISTORY_PAGE_SIZE, selectors.file_history_count(fs, path))
     if not page.object_list and page.number == 1:
         raise Http404(f"{path} has no history.")
     style = "split" if request.GET.get("view") == "split" else "unified"
-    for change in page.object_list:
-        change.diff = _diff(change, style)
+    diff_html.attach(list(page.object_list), style)
+    for change in page.object_list:  # reversed here: a {% url %} tag per link costs several times more
+        change.revision_url = reverse("memory:revision", args=[fs.pk, change.revision_id])
+        change.revert_url = reverse("memory:revert", args=[fs.pk, change.revision_id])
+        change.restore_url = reverse("memory:restore", args=[fs.pk, change.pk])
     context = _base(request, fs)
-    context.update({"path": path, "page": page, "style": style,
-                    "exists": fs.files.filter(path=path).exists()})
+    context.update({"path": path, "page": page, "style": style, "history_url": reverse("memory:file-history", args=[fs.pk, path]),
+                    "exists": _exists_after(fs, path, page)})
     template = "memory/history.html#changes" if request.htmx else "memory/history.html"
     return render(request, template, context)
 
 
-def _diff(change: FileChange, style: str):
-    if style == "split":
-        return diffs.side_by_side(change.before, change.after)
-    return diffs.unified(change.before, change.after)
+def _exists_after(fs, path: str, page) -> bool:
+    """Whether `path` is a file now. The first page starts with the newest change to it, which
+    says so (not deleted, not moved away) without a query."""
+    if page.number != 1:
+        return fs.files.filter(path=path).exists()
+    newest = page.object_list[0]
+    return newest.path == path and newest.op != FileChange.Op.DELETE
 
 
 @login_required
 def revision_list(request, fs_id):
     fs = _fs(request, fs_id)
     context = _base(request, fs)
-    context["page"] = _page(request, selectors.revisions(fs), HISTORY_PAGE_SIZE)
+    page = _page(request, selectors.revisions(fs), HISTORY_PAGE_SIZE, selectors.revision_count(fs))
+    counts = selectors.change_counts([revision.pk for revision in page.object_list])
+    for revision in page.object_list:
+        revision.change_count = counts.get(revision.pk, 0)
+    context["page"] = page
     template = "memory/revisions.html#rows" if request.htmx else "memory/revisions.html"
     return render(request, template, context)
 
@@ -290,8 +314,7 @@ def revision_detail(request, fs_id, revision_id):
     revision = selectors.revision_get(fs, revision_id)
     style = "split" if request.GET.get("view") == "split" else "unified"
     changes = list(revision.changes.all())
-    for change in changes:
-        change.diff = _diff(change, style)
+    diff_html.attach(changes, style)
     context = _base(request, fs)
     context.update({"revision": revision, "changes": changes, "style": style})
     return render(request, "memory/revision.html", context)

@@ -50,8 +50,18 @@ def tool_call(name: str, arguments: dict) -> ToolCall:
     return ToolCall(id=f"toolu_offline_{next(_ids):06d}", name=name, input=arguments)
 
 
+BYTES_PER_TOKEN = 3
+
+
 def estimate_tokens(text: str) -> int:
     """Conservative token estimate used when no model counter is available: one token
     per 3 bytes of UTF-8, rounded up. Real tokenizers average about 4 characters of
     English per token, so this over-counts, which is the safe side for budgets."""
-    return -(-len(text.encode("utf-8")) // 3)
+    return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
+
+
+def most_chars_within(budget: int) -> int:
+    """The longest text (in characters) whose estimate is within `budget` tokens whatever its
+    script: a character is at most 4 bytes of UTF-8. Lets a caller checking thousands of texts
+    against a budget estimate only the few longer ones."""
+    return BYTES_PER_TOKEN * budget // 4

@@ -13,10 +13,10 @@ from ninja.pagination import paginate
 from lindy import selectors as lindy_selectors
 from lindy import tool_registry as registry
 from lindy.api_errors import ApiError
+from lindy.counting import COUNT_AHEAD, capped_count
 from lindy.pagination import BoundedLimitOffset
 
 from . import permissions, selectors, services
-from .counting import COUNT_AHEAD, capped_count
 from .models import Decision
 
 router = Router(tags=["validator"])

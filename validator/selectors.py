@@ -7,10 +7,10 @@ from datetime import timedelta
 from django.db.models import Count
 from django.utils import timezone
 
+from lindy.counting import capped_count
 from lindy.models import Team
 
 from . import daily_stats, permissions
-from .counting import capped_count
 from .models import Decision, EvalCandidate, EvalMatrix
 
 VALIDATED = daily_stats.VALIDATED

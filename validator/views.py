@@ -12,8 +12,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from lindy.counting import CappedPaginator, page_number
+
 from . import daily_stats, eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
-from .counting import CappedPaginator, page_number
 from .models import Decision, EvalCandidate
 
 PAGE_SIZE = 20
@@ -40,7 +41,7 @@ def blocked_list(request):
     # evidence (often kilobytes each) stay in the table until a decision is opened.
     queryset = queryset.defer(*LIST_DEFERRED)
     asked = page_number(request.GET.get("page"))
-    page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
+    page = CappedPaginator(queryset, PAGE_SIZE, asked, deferred_join=True).get_page(asked)
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
     return render(request, template, {"page": page, "show": show})
 

@@ -66,6 +66,25 @@ def test_combined_budget_for_index_and_master():
     assert verify(files, Budgets(file_tokens=100, always_loaded_tokens=60), count=len) == []
 
 
+def test_a_file_linked_from_both_index_and_master_does_not_hide_a_missing_one():
+    files = {"index.md": "[a](a.md) [b](b.md)", "master.md": "[a](a.md) [b](./b.md) [gone](gone.md)", "a.md": "",
+             "b.md": ""}
+    violations = verify(files)
+    assert kinds(violations) == [("master.md", BROKEN_LINK)]
+    assert "'gone.md'" in violations[0].detail
+
+
+def test_default_estimate_finds_files_over_budget_whatever_their_script():
+    budgets = Budgets(file_tokens=10, always_loaded_tokens=100)
+    index = "[a](a.md) [b](b.md) [c](c.md)"
+    # 30 bytes is 10 tokens; "é" is 2 bytes, "€" 3: 10 characters can be 20 or 30 bytes.
+    files = {"index.md": index, "a.md": "x" * 30, "b.md": "é" * 16, "c.md": "€" * 10}
+    assert kinds(verify(files, budgets)) == [("b.md", OVER_BUDGET)]
+    assert "11 tokens" in verify(files, budgets)[0].detail
+    files["a.md"] = "x" * 31
+    assert kinds(verify(files, budgets)) == [("a.md", OVER_BUDGET), ("b.md", OVER_BUDGET)]
+
+
 def test_every_violation_is_reported():
     files = {"index.md": "[x](missing.md)", "a.md": "aaaa", "b.md": "b"}
     violations = verify(files, Budgets(file_tokens=2, always_loaded_tokens=100), count=len)

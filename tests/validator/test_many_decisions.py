@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from lindy import navigation
+from lindy import counting, navigation
 from tests.conftest import client_for
-from validator import counting, services
+from validator import services
 from validator.models import Decision
 
 from .test_views import blocked_payment

@@ -1,11 +1,14 @@
-"""Bounded counts for the decision lists: a user may have 100,000 decisions, and counting them all
-on every page (Paginator, the API's `count`, the navigation badge) costs more than the page itself.
+"""Bounded counts for long lists: a user may have 100,000 decisions or a memory 5,000 files, and
+counting every row on every page (Paginator, the API's `count`, the navigation badge) costs more
+than the page itself.
 
 Each count stops at a cap that moves with the page asked for, so "Older →" always works and the
-total reads "1,000+" once it is past what a person would page through."""
+total reads "1,000+" once it is past what a person would page through. A list whose count is
+already known (kept per revision, say) passes it to `CountedPaginator` and runs no COUNT."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 from django.core.paginator import Paginator
@@ -32,16 +35,23 @@ def page_number(raw: str | None) -> int:
 
 
 class CappedPaginator(Paginator):
-    """A Paginator whose count stops COUNT_AHEAD rows past the page asked for (`count_is_capped`),
-    and whose page is read by a deferred join (`page_rows`)."""
+    """A Paginator whose count stops `ahead` rows (COUNT_AHEAD unless given) past the page asked
+    for (`count_is_capped`). `counter(cap)`, when given, counts instead of a COUNT query (from
+    a cache, say). With `deferred_join`, a page is read by a deferred join (`page_rows`): for a
+    plain model queryset whose filter and order an index holds."""
 
-    def __init__(self, queryset: QuerySet, per_page: int, asked: int):
+    def __init__(self, queryset: QuerySet, per_page: int, asked: int, ahead: int | None = None,
+                 counter: Callable[[int], int] | None = None, deferred_join: bool = False):
         super().__init__(queryset, per_page)
+        self.deferred_join = deferred_join
         self.queryset = queryset
-        self.cap = asked * per_page + COUNT_AHEAD
+        self.cap = asked * per_page + (COUNT_AHEAD if ahead is None else ahead)
+        self.counter = counter
 
     @cached_property
     def count(self) -> int:
+        if self.counter is not None:
+            return self.counter(self.cap)
         return capped_count(self.queryset, self.cap)
 
     @property
@@ -49,6 +59,8 @@ class CappedPaginator(Paginator):
         return self.count >= self.cap
 
     def page(self, number):
+        if not self.deferred_join:
+            return super().page(number)
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         top = min(bottom + self.per_page, self.count)
@@ -67,3 +79,17 @@ def page_rows(queryset: QuerySet, bottom: int, top: int) -> QuerySet:
     rows.query.select_related = queryset.query.select_related  # the same related rows, joined
     rows.query.deferred_loading = queryset.query.deferred_loading
     return rows
+
+
+class CountedPaginator(Paginator):
+    """A Paginator told its count, so a page costs the rows it shows and no COUNT."""
+
+    count_is_capped = False
+
+    def __init__(self, object_list, per_page: int, count: int):
+        super().__init__(object_list, per_page)
+        self.known_count = count
+
+    @cached_property
+    def count(self) -> int:
+        return self.known_count
