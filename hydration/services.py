@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+from contextlib import nullcontext
 from datetime import timedelta
 from decimal import Decimal
 from functools import partial
@@ -24,6 +25,8 @@ from functools import partial
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Case, CharField, Exists, F, OuterRef, PositiveSmallIntegerField, Q, Value, When
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from lindy import queue
@@ -73,9 +76,27 @@ def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) 
              fetched_by=run)
         for i in items
     ]
-    before = Item.objects.filter(filesystem=filesystem, source=source).count()
-    Item.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-    return Item.objects.filter(filesystem=filesystem, source=source).count() - before
+    return sum(_insert_new(rows[start:start + ITEM_BATCH]) for start in range(0, len(rows), ITEM_BATCH))
+
+
+ITEM_BATCH = 500
+_ITEM_FIELDS = [f for f in Item._meta.concrete_fields if not f.primary_key]
+
+
+def _insert_new(rows: list[Item]) -> int:
+    """bulk_create(ignore_conflicts=True) as one statement that also says how many rows were new:
+    the database's row count of INSERT ... ON CONFLICT DO NOTHING, which bulk_create does not
+    hand back (counting the items before and after cost two more statements per source)."""
+    if not rows:
+        return 0
+    query = InsertQuery(Item, on_conflict=OnConflict.IGNORE)
+    query.insert_values(_ITEM_FIELDS, rows)
+    new = 0
+    with connection.cursor() as cursor:
+        for sql, params in query.get_compiler(connection=connection).as_sql():
+            cursor.execute(sql, params)
+            new += cursor.rowcount
+    return new
 
 
 def _fetch_one(run: Run, state: SourceState) -> dict:
@@ -93,9 +114,10 @@ def _fetch_one(run: Run, state: SourceState) -> dict:
         state.status, state.last_error, state.last_error_at = SourceState.Status.ERROR, message, now
         state.save(update_fields=["status", "last_error", "last_error_at"])
         return {"status": "error", "items": 0, "error": message}
-    with transaction.atomic():
+    # The cursor moves only once the items it covers are stored (one transaction; with no items
+    # the cursor's UPDATE is a statement of its own).
+    with transaction.atomic() if fetched.items else nullcontext():
         new = items_store(filesystem=run.filesystem, source=state.source, items=fetched.items, run=run)
-        # The cursor moves only once the items it covers are stored.
         state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
         state.save(update_fields=["cursor", "status", "last_success_at"])
     return {"status": "ok", "items": new, "fetched": len(fetched.items)}
@@ -245,13 +267,18 @@ def _claim(run_id: int, task_id: str = "") -> Run | None:
 
 
 class _Heartbeat:
-    """While the run executes, a thread refreshes its heartbeat (and lease) every few seconds,
-    even while the run waits minutes on one model call: a heartbeat that stops means the worker
-    died, and the run may be taken over without waiting for the lease to pass."""
+    """While the run executes, a thread keeps its row current: the heartbeat (and lease) every
+    few seconds, even while the run waits minutes on one model call (a heartbeat that stops means
+    the worker died, and the run may be taken over without waiting for the lease to pass), and the
+    progress the run publishes (stage, usage) as soon as it changes. The run's own path spends no
+    round trip on progress, and a burst of stage changes while the thread writes is one write.
+    With the heartbeat off (HYDRATION_HEARTBEAT_SECONDS = 0) progress is written in place."""
 
     def __init__(self, run: Run):
         self.run = run
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._pending: dict | None = None
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> _Heartbeat:
@@ -263,40 +290,59 @@ class _Heartbeat:
         return self
 
     def __exit__(self, *exc) -> None:
+        # What is still pending is not written: the run's end (_finish) writes every field.
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(10)
 
-    def _beat(self, interval: float) -> None:
+    def publish(self, fields: dict) -> None:
+        """Write these progress fields (with a fresh heartbeat and lease) soon: on the thread, or
+        here when there is none."""
+        if self._thread is None:
+            self._write(fields)
+            return
+        self._pending = fields  # one reference swap: the thread takes the latest
+        self._wake.set()
+
+    def _write(self, fields: dict) -> None:
         run = self.run
+        now = timezone.now()
+        Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
+            **fields, heartbeat_at=now, lease_until=now + _lease())
+
+    def _beat(self, interval: float) -> None:
         try:
-            while not self._stop.wait(interval):
-                now = timezone.now()
+            while True:
+                self._wake.wait(interval)
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
+                fields, self._pending = self._pending, None
                 try:
-                    Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
-                        heartbeat_at=now, lease_until=now + _lease())
+                    self._write(fields or {})
                 except DatabaseError:  # a missed beat is no failure; the next one may get through
-                    logger.warning("hydration run %s: heartbeat failed", run.pk, exc_info=True)
+                    logger.warning("hydration run %s: heartbeat failed", self.run.pk, exc_info=True)
         finally:
             connection.close()  # the thread's own connection
 
 
 class _Progress:
-    """Keeps the run's stage, usage, lease and heartbeat up to date as it goes."""
+    """Keeps the run's stage and usage up to date as it goes (written by the heartbeat)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, heartbeat: _Heartbeat):
         self.run = run
+        self.heartbeat = heartbeat
 
     def stage(self, text: str) -> None:
         run = self.run
         run.stage = text[:200]
-        now = timezone.now()
-        run.lease_until = now + _lease()
-        Run.objects.filter(pk=run.pk, attempts=run.attempts).update(
-            stage=run.stage, lease_until=run.lease_until, heartbeat_at=now, sources=run.sources,
-            model_calls=run.model_calls, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-            cost=run.cost,
-        )
+        run.lease_until = timezone.now() + _lease()
+        # A snapshot: the thread writes these values, whatever the run does meanwhile.
+        self.heartbeat.publish({
+            "stage": run.stage, "sources": dict(run.sources), "model_calls": run.model_calls,
+            "input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "cost": run.cost,
+        })
 
     def call(self, completion) -> None:
         run = self.run
@@ -325,6 +371,12 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
         run.refresh_from_db()
         return run
+    return _finished(run, status, **fields)
+
+
+def _finished(run: Run, status: Status, **fields) -> Run:
+    """Write the run's end; for a caller that holds the run's row lock and checked it is still
+    this attempt's (else _finish)."""
     run.status = status
     run.finished_at = timezone.now()
     run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
@@ -345,7 +397,7 @@ def _settle(run: Run, outcome: accounting.Outcome, status: Status, **fields) -> 
             run.refresh_from_db()
             return run
         _mark_processed(run, outcome)
-        return _finish(run, status, **fields)
+        return _finished(run, status, **fields)
 
 
 def _by_note(notes: dict[int, str]) -> Case:
@@ -376,8 +428,10 @@ def _keep_all(item_ids: list[int], note: str) -> None:
 
 
 def _store_facts(run: Run, facts: list[dict], by_id: dict[int, Item]) -> None:
-    """The run's facts and their citations, in two INSERTs whatever their number."""
-    run.facts.all().delete()
+    """The run's facts and their citations, in two INSERTs whatever their number. Only a run
+    taken over from a dead worker (a later attempt) can have facts already: they go first."""
+    if run.attempts > 1:
+        run.facts.all().delete()
     rows = Fact.objects.bulk_create([Fact(run=run, position=position, kind=fact["kind"], text=fact["text"])
                                      for position, fact in enumerate(facts)])
     through = Fact.items.through
@@ -438,8 +492,8 @@ def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
     run = _claim(run_id, task_id)
     if run is None:
         return None
-    progress = _Progress(run)
-    with _Heartbeat(run):
+    with _Heartbeat(run) as heartbeat:
+        progress = _Progress(run, heartbeat)
         try:
             with budgets.background():
                 return _pipeline(run, progress)
@@ -532,7 +586,7 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
         return _settle(run, outcome, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(what, outcome))
 
     progress.stage("Writing the revision")
-    return _commit(run, result, outcome)
+    return _commit(run, result, outcome, by_id)
 
 
 def _needs_attention(run: Run, violations: list[dict], item_ids: list[int]) -> Run:
@@ -550,15 +604,15 @@ def _outcome_message(what: str, outcome: accounting.Outcome) -> str:
     return (what.rstrip(".") + "." + tail)[:5000]
 
 
-def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) -> Run:
+def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome, items: dict[int, Item]) -> Run:
+    """`items`: the run's pending items by id (every item the outcome names is one of them)."""
     fs = run.filesystem
     records = result.draft.draft.records
     message = f"Hydration run {run.pk}: " + describe_changes((r.op, r.path, r.old_path) for r in records)
     # Whose words the revision holds: every item the run summarized (taken in, kept or dropped:
     # the agent saw all their facts), so a fact it left uncited cannot pass as the owner's.
     summarized = {*outcome.processed, *outcome.kept, *outcome.dropped}
-    words_of, words_from = provenance.words_of(
-        Item.objects.filter(pk__in=summarized).only("source", "author", "author_kind", "author_name"))
+    words_of, words_from = provenance.words_of(item for pk, item in items.items() if pk in summarized)
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -572,8 +626,12 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
                 words_of=words_of, words_from=words_from,
             )
             _mark_processed(run, outcome)
+            # A citation must name an item of this file system: the run's own items are; any
+            # other id the agent cited (an older item, or a stray number) is looked up.
             cited = {i for ids in result.draft.sources.values() for i in ids}
-            valid = set(Item.objects.filter(filesystem=fs, pk__in=cited).values_list("pk", flat=True)) if cited else set()
+            valid = cited & items.keys()
+            if cited - valid:
+                valid |= set(Item.objects.filter(filesystem=fs, pk__in=cited - valid).values_list("pk", flat=True))
             FileSource.objects.bulk_create(
                 [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
                  for i in sorted(ids) if i in valid],
@@ -581,7 +639,7 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
             )
             # The message is read back from the revision's own rows: it names what was written.
             written = describe_changes(revision.changes.values_list("op", "path", "old_path"))
-            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[],
+            return _finished(run, Status.SUCCEEDED, revision=revision, violations=[],
                            agent_message=_outcome_message(written, outcome))
     except _Superseded:
         run.refresh_from_db()

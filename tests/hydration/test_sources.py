@@ -309,3 +309,19 @@ def test_items_are_unique_per_filesystem_source_and_external_id(cast):
     assert Item.objects.filter(filesystem=fs).count() == 1
     # The same external id in another file system is another item.
     assert services.items_store(filesystem=team_fs(cast.team), source="meetings", items=fetched.items, run=None) == 1
+
+
+def test_storing_items_is_one_statement_and_nothing_fetched_is_none(cast, django_assert_num_queries):
+    """A run stores each source's items in one INSERT that counts the new ones itself (no COUNT
+    before and after), and a source that fetched nothing costs no statement."""
+    fs = user_fs(cast.member)
+    for n in range(3):
+        core.meeting_create(team=cast.team, owner=cast.member, title=f"T{n}", notes="n", occurred_at=timezone.now())
+    fetched = MeetingsSource().fetch(fs, {})
+    with django_assert_num_queries(1):
+        assert services.items_store(filesystem=fs, source="meetings", items=fetched.items[:2], run=None) == 2
+    with django_assert_num_queries(1):
+        assert services.items_store(filesystem=fs, source="meetings", items=fetched.items, run=None) == 1
+    with django_assert_num_queries(0):
+        assert services.items_store(filesystem=fs, source="meetings", items=[], run=None) == 0
+    assert Item.objects.filter(filesystem=fs).count() == 3
