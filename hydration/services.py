@@ -17,7 +17,6 @@ import logging
 import os
 import socket
 import threading
-from contextlib import nullcontext
 from datetime import timedelta
 from decimal import Decimal
 from functools import partial
@@ -99,26 +98,34 @@ def _insert_new(rows: list[Item]) -> int:
     return new
 
 
-def _fetch_one(run: Run, state: SourceState) -> dict:
+_STATE_FIELDS = ["status", "last_error", "last_error_at", "cursor", "last_success_at"]
+
+
+def _fetch_one(run: Run, state: SourceState, unsaved: list[SourceState]) -> dict:
+    """Fetch one source and store its items with its new cursor, in one transaction. A source
+    with nothing to store (not connected, failed, or no items) only has its state to record: it
+    joins `unsaved`, which the caller writes for every such source in one statement."""
     source = SOURCES[state.source]
     now = timezone.now()
     try:
         fetched = source.fetch(run.filesystem, dict(state.cursor or {}))
     except NotConnected as exc:
         state.status, state.last_error, state.last_error_at = SourceState.Status.NOT_CONNECTED, str(exc), now
-        state.save(update_fields=["status", "last_error", "last_error_at"])
+        unsaved.append(state)
         return {"status": "not_connected", "items": 0, "detail": str(exc)}
     except Exception as exc:  # a source's failure is recorded; the others go on
         logger.warning("hydration source %s failed for fs %s: %s", state.source, run.filesystem_id, exc)
         message = f"{type(exc).__name__}: {exc}"[:2000]
         state.status, state.last_error, state.last_error_at = SourceState.Status.ERROR, message, now
-        state.save(update_fields=["status", "last_error", "last_error_at"])
+        unsaved.append(state)
         return {"status": "error", "items": 0, "error": message}
-    # The cursor moves only once the items it covers are stored (one transaction; with no items
-    # the cursor's UPDATE is a statement of its own).
-    with transaction.atomic() if fetched.items else nullcontext():
+    state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
+    if not fetched.items:
+        unsaved.append(state)
+        return {"status": "ok", "items": 0, "fetched": 0}
+    # The cursor moves only once the items it covers are stored.
+    with transaction.atomic():
         new = items_store(filesystem=run.filesystem, source=state.source, items=fetched.items, run=run)
-        state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
         state.save(update_fields=["cursor", "status", "last_success_at"])
     return {"status": "ok", "items": new, "fetched": len(fetched.items)}
 
@@ -548,12 +555,15 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
     fs = run.filesystem
     user, team = _actors(fs)
     run.sources = {}
+    unsaved: list[SourceState] = []
     for state in source_states_ensure(filesystem=fs):
         if not state.enabled:
             run.sources[state.source] = {"status": "off", "items": 0}
             continue
         progress.stage(f"Fetching {SOURCES[state.source].kind}")
-        run.sources[state.source] = _fetch_one(run, state)
+        run.sources[state.source] = _fetch_one(run, state, unsaved)
+    # Only this run writes these fields of its file system's states (one live run per file system).
+    SourceState.objects.bulk_update(unsaved, _STATE_FIELDS)
     progress.stage("Collecting new items")
 
     pending = list(Item.objects.filter(filesystem=fs, processed_by__isnull=True)
