@@ -23,7 +23,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Case, CharField, Exists, F, OuterRef, PositiveSmallIntegerField, Q, Value, When
+from django.db.models import Case, CharField, Exists, F, Model, OuterRef, PositiveSmallIntegerField, Q, Value, When
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
@@ -69,7 +69,7 @@ def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool) ->
 def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) -> int:
     """Store items; an item already stored (same file system, source and external id) is
     left as it is. Returns how many were new."""
-    rows = [
+    rows: list[Model] = [
         Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
              author_kind=i.author_kind, author_name=i.author_name[:255], title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
              fetched_by=run)
@@ -82,7 +82,7 @@ ITEM_BATCH = 500
 _ITEM_FIELDS = [f for f in Item._meta.concrete_fields if not f.primary_key]
 
 
-def _insert_new(rows: list[Item]) -> int:
+def _insert_new(rows: list[Model]) -> int:
     """bulk_create(ignore_conflicts=True) as one statement that also says how many rows were new:
     the database's row count of INSERT ... ON CONFLICT DO NOTHING, which bulk_create does not
     hand back (counting the items before and after cost two more statements per source)."""

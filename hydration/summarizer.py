@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -36,7 +37,7 @@ def _block_tokens(item) -> int:
     return estimate_tokens(prompts.item_block(item))
 
 
-def split(items: list, budget: int, cost: Callable[[object], int] = _block_tokens) -> list[list]:
+def split(items: list, budget: int, cost: Callable[[Any], int] = _block_tokens) -> list[list]:
     """Consecutive parts, each within `budget` tokens (an item alone over it gets its own part)."""
     parts: list[list] = []
     current: list = []
