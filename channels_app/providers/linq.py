@@ -60,6 +60,12 @@ def _client() -> httpx.Client:
     return client
 
 
+def warm() -> None:
+    """Build this process's client now (a worker starting), when the provider is configured."""
+    if configured():
+        _client()
+
+
 def _call(method: str, path: str, json: dict | None = None) -> dict:
     if not configured():
         raise LinqError("The iMessage provider is not configured (LINQ_API_TOKEN).")

@@ -23,3 +23,15 @@ def test_calls_reuse_one_client_and_a_new_configuration_gets_its_own():
             linq.typing_start(chat_id="c2")  # reaches the server now configured
             assert [r.path for r in other.typing("POST")] == ["/v3/chats/c2/typing"]
         assert linq._client() is first
+
+
+def test_a_worker_process_builds_its_client_when_it_starts():
+    """Not on the first hand-over after a start, which would pay for it before the agent."""
+    from celery.signals import worker_process_init
+
+    import channels_app.tasks  # noqa: F401  (connects the worker signals, as a worker does)
+
+    with FakeLinq() as fake, override_settings(**fake.settings()):
+        linq._CLIENTS.clear()
+        worker_process_init.send(sender=None)
+        assert len(linq._CLIENTS) == 1 and linq._client() is next(iter(linq._CLIENTS.values()))
