@@ -1,7 +1,7 @@
 """`make bench`: the 3 s debounce while hydration and evals run.
 
-Real Celery workers on Redis, one per queue class as the Procfile runs them (channels,
-hydration, evals); hydration runs and offline eval runs are queued first, then several people
+Real Celery workers on Redis, one per queue class as the Procfile runs them (channels, agent,
+hydration, evals; the agent worker takes the hand-over of each claimed bundle); hydration runs and offline eval runs are queued first, then several people
 text the assistant (two messages each, half a second apart). Prints the p95 of the time from a
 conversation's last message to the agent being handed its bundle:
 `debounce: p95 X s after the last message (goal ≤ 3.3 s) PASS/FAIL`.
@@ -70,8 +70,10 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
                                CHANNELS_DEBOUNCE_SECONDS=3):
             recorder.reset()
             try:
-                # As the Procfile runs them: two processes for channels, one each for hydration and evals.
-                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("hydration", ()), ("evals", ())):
+                # As the Procfile runs them: two processes for channels, one each for the agent, hydration
+                # and evals.
+                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("agent", ()),
+                                   ("hydration", ()), ("evals", ())):
                     workers.append(WorkerProcess(tmp_path / f"worker-{kind}.log").start(*pool, queues=[f"{base}.{kind}"]))
 
                 team = TeamFactory(name="Bench")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 
 from . import services, slack_app
-from .services import queue
+from .services import outbound, queue
 from .services.dispatch import DISPATCH_SOFT_TIME_LIMIT, DISPATCH_TIME_LIMIT
 
 logger = logging.getLogger(__name__)
@@ -97,3 +97,12 @@ def _recover_on_start(sender=None, **kwargs):
         debounce_recover.delay(include_waiting=True)
     except Exception:  # the broker may be down; the beat sweep will catch up
         logger.exception("could not queue debounce recovery on worker start")
+
+
+@worker_process_init.connect
+def _warm_clients(sender=None, **kwargs):
+    """Each worker process (a prefork child, or a solo worker) builds its provider clients now."""
+    try:
+        outbound.provider_clients_warm()
+    except Exception:  # a provider misconfigured at start is reported by the first real call
+        logger.exception("could not build the provider clients on worker start")

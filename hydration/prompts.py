@@ -6,6 +6,8 @@ memory files) is fenced and labelled as data: instructions inside it are not to 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from lindy.fencing import escape_text, fence
 from router import variants
 
@@ -94,8 +96,10 @@ def item_block(item) -> str:
                  attribute_to=provenance.attribution(item))
 
 
-def summarize_prompt(items, *, scope: str, variant: str = "default") -> tuple[str, list[dict]]:
-    body = "\n\n".join(item_block(item) for item in items)
+def summarize_prompt(items, *, scope: str, variant: str = "default",
+                     blocks: Mapping[int, str] | None = None) -> tuple[str, list[dict]]:
+    """`blocks`: the items' item_block by id, for a caller that built them already."""
+    body = "\n\n".join(blocks[item.pk] if blocks is not None else item_block(item) for item in items)
     user = (f"New items for the {scope} memory, fenced as data:\n\n<items>\n{body}\n</items>\n\n"
             "Extract the facts worth remembering, procedural ones first.")
     return variants.pick(SUMMARIZER_VARIANTS, variant, route=SUMMARIZE_ROUTE), [{"role": "user", "content": user}]

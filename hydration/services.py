@@ -23,7 +23,9 @@ from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Case, CharField, Exists, F, OuterRef, PositiveSmallIntegerField, Q, Value, When
+from django.db.models import Case, CharField, Exists, F, Model, OuterRef, PositiveSmallIntegerField, Q, Value, When
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from lindy import queue
@@ -67,36 +69,63 @@ def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool) ->
 def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) -> int:
     """Store items; an item already stored (same file system, source and external id) is
     left as it is. Returns how many were new."""
-    rows = [
+    rows: list[Model] = [
         Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
              author_kind=i.author_kind, author_name=i.author_name[:255], title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
              fetched_by=run)
         for i in items
     ]
-    before = Item.objects.filter(filesystem=filesystem, source=source).count()
-    Item.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
-    return Item.objects.filter(filesystem=filesystem, source=source).count() - before
+    return sum(_insert_new(rows[start:start + ITEM_BATCH]) for start in range(0, len(rows), ITEM_BATCH))
 
 
-def _fetch_one(run: Run, state: SourceState) -> dict:
+ITEM_BATCH = 500
+_ITEM_FIELDS = [f for f in Item._meta.concrete_fields if not f.primary_key]
+
+
+def _insert_new(rows: list[Model]) -> int:
+    """bulk_create(ignore_conflicts=True) as one statement that also says how many rows were new:
+    the database's row count of INSERT ... ON CONFLICT DO NOTHING, which bulk_create does not
+    hand back (counting the items before and after cost two more statements per source)."""
+    if not rows:
+        return 0
+    query = InsertQuery(Item, on_conflict=OnConflict.IGNORE)
+    query.insert_values(_ITEM_FIELDS, rows)
+    new = 0
+    with connection.cursor() as cursor:
+        for sql, params in query.get_compiler(connection=connection).as_sql():
+            cursor.execute(sql, params)
+            new += cursor.rowcount
+    return new
+
+
+_STATE_FIELDS = ["status", "last_error", "last_error_at", "cursor", "last_success_at"]
+
+
+def _fetch_one(run: Run, state: SourceState, unsaved: list[SourceState]) -> dict:
+    """Fetch one source and store its items with its new cursor, in one transaction. A source
+    with nothing to store (not connected, failed, or no items) only has its state to record: it
+    joins `unsaved`, which the caller writes for every such source in one statement."""
     source = SOURCES[state.source]
     now = timezone.now()
     try:
         fetched = source.fetch(run.filesystem, dict(state.cursor or {}))
     except NotConnected as exc:
         state.status, state.last_error, state.last_error_at = SourceState.Status.NOT_CONNECTED, str(exc), now
-        state.save(update_fields=["status", "last_error", "last_error_at"])
+        unsaved.append(state)
         return {"status": "not_connected", "items": 0, "detail": str(exc)}
     except Exception as exc:  # a source's failure is recorded; the others go on
         logger.warning("hydration source %s failed for fs %s: %s", state.source, run.filesystem_id, exc)
         message = f"{type(exc).__name__}: {exc}"[:2000]
         state.status, state.last_error, state.last_error_at = SourceState.Status.ERROR, message, now
-        state.save(update_fields=["status", "last_error", "last_error_at"])
+        unsaved.append(state)
         return {"status": "error", "items": 0, "error": message}
+    state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
+    if not fetched.items:
+        unsaved.append(state)
+        return {"status": "ok", "items": 0, "fetched": 0}
+    # The cursor moves only once the items it covers are stored.
     with transaction.atomic():
         new = items_store(filesystem=run.filesystem, source=state.source, items=fetched.items, run=run)
-        # The cursor moves only once the items it covers are stored.
-        state.cursor, state.status, state.last_success_at = fetched.cursor, SourceState.Status.OK, now
         state.save(update_fields=["cursor", "status", "last_success_at"])
     return {"status": "ok", "items": new, "fetched": len(fetched.items)}
 
@@ -245,13 +274,18 @@ def _claim(run_id: int, task_id: str = "") -> Run | None:
 
 
 class _Heartbeat:
-    """While the run executes, a thread refreshes its heartbeat (and lease) every few seconds,
-    even while the run waits minutes on one model call: a heartbeat that stops means the worker
-    died, and the run may be taken over without waiting for the lease to pass."""
+    """While the run executes, a thread keeps its row current: the heartbeat (and lease) every
+    few seconds, even while the run waits minutes on one model call (a heartbeat that stops means
+    the worker died, and the run may be taken over without waiting for the lease to pass), and the
+    progress the run publishes (stage, usage) as soon as it changes. The run's own path spends no
+    round trip on progress, and a burst of stage changes while the thread writes is one write.
+    With the heartbeat off (HYDRATION_HEARTBEAT_SECONDS = 0) progress is written in place."""
 
     def __init__(self, run: Run):
         self.run = run
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._pending: dict | None = None
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> _Heartbeat:
@@ -263,40 +297,59 @@ class _Heartbeat:
         return self
 
     def __exit__(self, *exc) -> None:
+        # What is still pending is not written: the run's end (_finish) writes every field.
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(10)
 
-    def _beat(self, interval: float) -> None:
+    def publish(self, fields: dict) -> None:
+        """Write these progress fields (with a fresh heartbeat and lease) soon: on the thread, or
+        here when there is none."""
+        if self._thread is None:
+            self._write(fields)
+            return
+        self._pending = fields  # one reference swap: the thread takes the latest
+        self._wake.set()
+
+    def _write(self, fields: dict) -> None:
         run = self.run
+        now = timezone.now()
+        Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
+            **fields, heartbeat_at=now, lease_until=now + _lease())
+
+    def _beat(self, interval: float) -> None:
         try:
-            while not self._stop.wait(interval):
-                now = timezone.now()
+            while True:
+                self._wake.wait(interval)
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
+                fields, self._pending = self._pending, None
                 try:
-                    Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
-                        heartbeat_at=now, lease_until=now + _lease())
+                    self._write(fields or {})
                 except DatabaseError:  # a missed beat is no failure; the next one may get through
-                    logger.warning("hydration run %s: heartbeat failed", run.pk, exc_info=True)
+                    logger.warning("hydration run %s: heartbeat failed", self.run.pk, exc_info=True)
         finally:
             connection.close()  # the thread's own connection
 
 
 class _Progress:
-    """Keeps the run's stage, usage, lease and heartbeat up to date as it goes."""
+    """Keeps the run's stage and usage up to date as it goes (written by the heartbeat)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, heartbeat: _Heartbeat):
         self.run = run
+        self.heartbeat = heartbeat
 
     def stage(self, text: str) -> None:
         run = self.run
         run.stage = text[:200]
-        now = timezone.now()
-        run.lease_until = now + _lease()
-        Run.objects.filter(pk=run.pk, attempts=run.attempts).update(
-            stage=run.stage, lease_until=run.lease_until, heartbeat_at=now, sources=run.sources,
-            model_calls=run.model_calls, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-            cost=run.cost,
-        )
+        run.lease_until = timezone.now() + _lease()
+        # A snapshot: the thread writes these values, whatever the run does meanwhile.
+        self.heartbeat.publish({
+            "stage": run.stage, "sources": dict(run.sources), "model_calls": run.model_calls,
+            "input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "cost": run.cost,
+        })
 
     def call(self, completion) -> None:
         run = self.run
@@ -325,6 +378,12 @@ def _finish(run: Run, status: Status, **fields) -> Run:
     if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
         run.refresh_from_db()
         return run
+    return _finished(run, status, **fields)
+
+
+def _finished(run: Run, status: Status, **fields) -> Run:
+    """Write the run's end; for a caller that holds the run's row lock and checked it is still
+    this attempt's (else _finish)."""
     run.status = status
     run.finished_at = timezone.now()
     run.stage = {Status.SUCCEEDED: "Done", Status.NO_CHANGES: "Done: nothing new",
@@ -345,7 +404,7 @@ def _settle(run: Run, outcome: accounting.Outcome, status: Status, **fields) -> 
             run.refresh_from_db()
             return run
         _mark_processed(run, outcome)
-        return _finish(run, status, **fields)
+        return _finished(run, status, **fields)
 
 
 def _by_note(notes: dict[int, str]) -> Case:
@@ -376,16 +435,30 @@ def _keep_all(item_ids: list[int], note: str) -> None:
 
 
 def _store_facts(run: Run, facts: list[dict], by_id: dict[int, Item]) -> None:
-    """The run's facts and their citations, in two INSERTs whatever their number."""
-    run.facts.all().delete()
-    rows = Fact.objects.bulk_create([Fact(run=run, position=position, kind=fact["kind"], text=fact["text"])
-                                     for position, fact in enumerate(facts)])
-    through = Fact.items.through
-    through.objects.bulk_create(
-        [through(fact_id=row.pk, item_id=i) for row, fact in zip(rows, facts, strict=True)
-         for i in dict.fromkeys(fact["item_ids"]) if i in by_id],
-        ignore_conflicts=True,
-    )
+    """The run's facts and their citations in ONE statement, whatever their number: the facts'
+    INSERT (a data-modifying CTE) hands its new ids to the citations' INSERT, joined on position.
+    No model instance per row: for hundreds of facts and citations the ORM's per-object work was
+    most of this step. Only a run taken over from a dead worker (a later attempt) can have facts
+    already: they go first."""
+    if run.attempts > 1:
+        run.facts.all().delete()
+    if not facts:
+        return
+    cited_at, cited_item = [], []
+    for position, fact in enumerate(facts):
+        for item_id in dict.fromkeys(fact["item_ids"]):
+            if item_id in by_id:
+                cited_at.append(position)
+                cited_item.append(item_id)
+    q = connection.ops.quote_name
+    sql = (f"WITH fact AS (INSERT INTO {q(Fact._meta.db_table)} (run_id, position, kind, text) "
+           "SELECT %s, * FROM UNNEST(%s::integer[], %s::text[], %s::text[]) RETURNING id, position) "
+           f"INSERT INTO {q(Fact.items.through._meta.db_table)} (fact_id, item_id) "
+           "SELECT fact.id, cited.item_id FROM fact JOIN UNNEST(%s::integer[], %s::bigint[]) AS cited(position, item_id) "
+           "USING (position) ON CONFLICT DO NOTHING")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [run.pk, list(range(len(facts))), [f["kind"] for f in facts], [f["text"] for f in facts],
+                             cited_at, cited_item])
 
 
 def describe_changes(changes) -> str:
@@ -438,8 +511,8 @@ def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
     run = _claim(run_id, task_id)
     if run is None:
         return None
-    progress = _Progress(run)
-    with _Heartbeat(run):
+    with _Heartbeat(run) as heartbeat:
+        progress = _Progress(run, heartbeat)
         try:
             with budgets.background():
                 return _pipeline(run, progress)
@@ -494,12 +567,15 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
     fs = run.filesystem
     user, team = _actors(fs)
     run.sources = {}
+    unsaved: list[SourceState] = []
     for state in source_states_ensure(filesystem=fs):
         if not state.enabled:
             run.sources[state.source] = {"status": "off", "items": 0}
             continue
         progress.stage(f"Fetching {SOURCES[state.source].kind}")
-        run.sources[state.source] = _fetch_one(run, state)
+        run.sources[state.source] = _fetch_one(run, state, unsaved)
+    # Only this run writes these fields of its file system's states (one live run per file system).
+    SourceState.objects.bulk_update(unsaved, _STATE_FIELDS)
     progress.stage("Collecting new items")
 
     pending = list(Item.objects.filter(filesystem=fs, processed_by__isnull=True)
@@ -532,7 +608,7 @@ def _pipeline(run: Run, progress: _Progress) -> Run:
         return _settle(run, outcome, Status.NO_CHANGES, violations=[], agent_message=_outcome_message(what, outcome))
 
     progress.stage("Writing the revision")
-    return _commit(run, result, outcome)
+    return _commit(run, result, outcome, by_id)
 
 
 def _needs_attention(run: Run, violations: list[dict], item_ids: list[int]) -> Run:
@@ -550,15 +626,15 @@ def _outcome_message(what: str, outcome: accounting.Outcome) -> str:
     return (what.rstrip(".") + "." + tail)[:5000]
 
 
-def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) -> Run:
+def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome, items: dict[int, Item]) -> Run:
+    """`items`: the run's pending items by id (every item the outcome names is one of them)."""
     fs = run.filesystem
     records = result.draft.draft.records
     message = f"Hydration run {run.pk}: " + describe_changes((r.op, r.path, r.old_path) for r in records)
     # Whose words the revision holds: every item the run summarized (taken in, kept or dropped:
     # the agent saw all their facts), so a fact it left uncited cannot pass as the owner's.
     summarized = {*outcome.processed, *outcome.kept, *outcome.dropped}
-    words_of, words_from = provenance.words_of(
-        Item.objects.filter(pk__in=summarized).only("source", "author", "author_kind", "author_name"))
+    words_of, words_from = provenance.words_of(item for pk, item in items.items() if pk in summarized)
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
@@ -572,8 +648,12 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
                 words_of=words_of, words_from=words_from,
             )
             _mark_processed(run, outcome)
+            # A citation must name an item of this file system: the run's own items are; any
+            # other id the agent cited (an older item, or a stray number) is looked up.
             cited = {i for ids in result.draft.sources.values() for i in ids}
-            valid = set(Item.objects.filter(filesystem=fs, pk__in=cited).values_list("pk", flat=True)) if cited else set()
+            valid = cited & items.keys()
+            if cited - valid:
+                valid |= set(Item.objects.filter(filesystem=fs, pk__in=cited - valid).values_list("pk", flat=True))
             FileSource.objects.bulk_create(
                 [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
                  for i in sorted(ids) if i in valid],
@@ -581,7 +661,7 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome) ->
             )
             # The message is read back from the revision's own rows: it names what was written.
             written = describe_changes(revision.changes.values_list("op", "path", "old_path"))
-            return _finish(run, Status.SUCCEEDED, revision=revision, violations=[],
+            return _finished(run, Status.SUCCEEDED, revision=revision, violations=[],
                            agent_message=_outcome_message(written, outcome))
     except _Superseded:
         run.refresh_from_db()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -36,18 +37,18 @@ def _block_tokens(item) -> int:
     return estimate_tokens(prompts.item_block(item))
 
 
-def split(items: list, budget: int) -> list[list]:
+def split(items: list, budget: int, cost: Callable[[Any], int] = _block_tokens) -> list[list]:
     """Consecutive parts, each within `budget` tokens (an item alone over it gets its own part)."""
     parts: list[list] = []
     current: list = []
     used = 0
     for item in items:
-        cost = _block_tokens(item)
-        if current and used + cost > budget:
+        tokens = cost(item)
+        if current and used + tokens > budget:
             parts.append(current)
             current, used = [], 0
         current.append(item)
-        used += cost
+        used += tokens
     if current:
         parts.append(current)
     return parts
@@ -103,11 +104,14 @@ def summarize(items: list, *, scope: str, user=None, team=None,
     tool_choice = {"type": "tool", "name": prompts.RECORD_FACTS}
     calls = 0
     facts: list[dict] = []
-    parts = split(items, budget)
+    # Each item is fenced once: its block is both what the budget counts and what the prompt holds.
+    blocks = {item.pk: prompts.item_block(item) for item in items}
+    parts = split(items, budget, cost=lambda item: estimate_tokens(blocks[item.pk]))
     # Prompts are built for the variant the router serves this file system's owner (prompt rollouts).
     assignment = gateway.assign(ROUTE, user)
     for part in parts:
-        system, messages = prompts.summarize_prompt(part, scope=scope, variant=assignment.prompt_variant)
+        system, messages = prompts.summarize_prompt(part, scope=scope, variant=assignment.prompt_variant,
+                                                    blocks=blocks)
         completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment,
                                       system=system, messages=messages,
                                       tools=[prompts.RECORD_FACTS_TOOL], tool_choice=tool_choice,

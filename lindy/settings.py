@@ -206,11 +206,12 @@ else:
 # each xdist worker its own): "<CELERY_QUEUE>.<class>"; tasks not listed use "<CELERY_QUEUE>"
 # (heartbeat, beat ticks, attachments). The Procfile runs a worker per queue
 # (`-Q ${CELERY_QUEUE:-lindy}.<class>`); lindy.queue.all_queues() lists them all.
+# The channels queue only decides (the debounce check claims a bundle) and queues the hand-over;
+# the hand-over runs the agent on its bundle, inline, so it is agent work (bundle_dispatch).
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
 LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
-    "channels": ["channels_app.tasks.debounce_fire", "channels_app.tasks.bundle_dispatch",
-                 "channels_app.tasks.debounce_recover"],
-    "agent": ["agent.tasks.agent_run", "validator.tasks.agent_run"],
+    "channels": ["channels_app.tasks.debounce_fire", "channels_app.tasks.debounce_recover"],
+    "agent": ["channels_app.tasks.bundle_dispatch", "agent.tasks.agent_run", "validator.tasks.agent_run"],
     "hydration": ["hydration.tasks.hydrate"],
     "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell"],
 }

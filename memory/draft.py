@@ -206,6 +206,9 @@ class Draft:
         self.counter = counter if counter is not None else TokenCounter()
         self.changes: list[Change] = []
         self.records: list[FileChange] = []
+        # The rows load() read (id -> path): under the file system's lock, the live files, so
+        # the writer of the revision needs not list them again.
+        self.loaded: dict[int, str] | None = None
 
     @classmethod
     def load(cls, filesystem: FileSystem, *, contents: Iterable[str] | None = None, user=None,
@@ -230,7 +233,9 @@ class Draft:
             if wanted:
                 for path, content in rows.filter(path__in=wanted).values_list("path", "content"):
                     files[path].content = content
-        return cls(filesystem, files, counter=counter if counter is not None else TokenCounter(user))
+        draft = cls(filesystem, files, counter=counter if counter is not None else TokenCounter(user))
+        draft.loaded = {file.id: path for path, file in files.items() if file.id is not None}
+        return draft
 
     # Reading
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
+from django.utils import timezone
 
 from . import links
 from .draft import (
@@ -132,7 +133,9 @@ def _describe(draft: Draft) -> str:
 
 def _write(fs: FileSystem, draft: Draft, revision: Revision) -> None:
     final = draft.files
-    existing = dict(MemoryFile.objects.filter(filesystem=fs).values_list("pk", "path"))
+    # The draft was loaded under the file system's lock (changes_apply): its rows are the live ones.
+    existing = (draft.loaded if draft.loaded is not None
+                else dict(MemoryFile.objects.filter(filesystem=fs).values_list("pk", "path")))
     kept_ids = {live.id for live in final.values() if live.id is not None}
     gone = [pk for pk in existing if pk not in kept_ids]
     if gone:
@@ -152,9 +155,11 @@ def _write(fs: FileSystem, draft: Draft, revision: Revision) -> None:
     if moved:
         MemoryFile.objects.filter(pk__in=moved).update(path=Concat(Value("~moving/"), Cast(F("pk"), output_field=CharField())))
     if to_update:
+        now = timezone.now()  # bulk_update does not stamp auto_now fields
         for row in to_update:
-            row.save(update_fields=["path", "folder", "content", "version", "size", "tokens", "tokens_exact",
-                                    "updated_at"])
+            row.updated_at = now
+        MemoryFile.objects.bulk_update(to_update, ["path", "folder", "content", "version", "size", "tokens",
+                                                   "tokens_exact", "updated_at"])
     MemoryFile.objects.bulk_create(to_create, batch_size=500)
     for record in draft.records:
         record.revision = revision

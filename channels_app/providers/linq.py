@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import time
 
@@ -37,20 +38,39 @@ def configured() -> bool:
     return bool(settings.LINQ_API_TOKEN and settings.LINQ_BASE_URL)
 
 
+# Clients by (process, base URL, token, timeout); a handful at most (tests switch servers).
+_CLIENTS: dict[tuple, httpx.Client] = {}
+_MAX_CLIENTS = 4
+
+
 def _client() -> httpx.Client:
-    return httpx.Client(
-        base_url=settings.LINQ_BASE_URL.rstrip("/"),
-        headers={"Authorization": f"Bearer {settings.LINQ_API_TOKEN}", "Accept": "application/json"},
-        timeout=settings.LINQ_TIMEOUT,
-    )
+    """The process's client for the configured provider, built once and reused (httpx clients
+    are thread-safe). Building one loads the CA bundle into a new SSL context: tens to hundreds
+    of milliseconds of CPU, which each typing bubble paid before its bundle reached the agent.
+    Keyed by process id too, so a forked worker never shares its parent's connections."""
+    key = (os.getpid(), settings.LINQ_BASE_URL.rstrip("/"), settings.LINQ_API_TOKEN, settings.LINQ_TIMEOUT)
+    client = _CLIENTS.get(key)
+    if client is None:
+        while len(_CLIENTS) >= _MAX_CLIENTS:
+            _CLIENTS.pop(next(iter(_CLIENTS))).close()
+        client = _CLIENTS[key] = httpx.Client(
+            base_url=key[1], headers={"Authorization": f"Bearer {key[2]}", "Accept": "application/json"},
+            timeout=key[3],
+        )
+    return client
+
+
+def warm() -> None:
+    """Build this process's client now (a worker starting), when the provider is configured."""
+    if configured():
+        _client()
 
 
 def _call(method: str, path: str, json: dict | None = None) -> dict:
     if not configured():
         raise LinqError("The iMessage provider is not configured (LINQ_API_TOKEN).")
     try:
-        with _client() as client:
-            response = client.request(method, path, json=json)
+        response = _client().request(method, path, json=json)
     except httpx.HTTPError as exc:
         raise LinqError(f"iMessage provider unreachable: {exc}") from exc
     if response.status_code >= 400:

@@ -7,7 +7,8 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, Max, Q
+from django.db.models import F, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -87,8 +88,12 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     after it had started acting: recorded, not re-run). Raises when the hand-over failed before the
     agent did anything: the bundle is CLAIMED again and the caller may retry."""
     now = timezone.now()
+    # The claim also marks where the agent's traces would start (_agent_started): the newest task
+    # event and now. A mark taken a moment before the agent is called only errs on the safe side
+    # (a failure is less likely to be retried, never more), and costs no statement of its own.
     taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
-        status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1
+        status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1, handed_over_at=now,
+        task_event_mark=Coalesce(Subquery(TaskEvent.objects.order_by("-pk").values("pk")[:1]), Value(0)),
     )
     if not taken:
         return "already"
@@ -102,18 +107,14 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         ]
         outbound.typing_start(conversation=conversation)
         handler = import_string(settings.LINDY_INBOUND_HANDLER)
-        bundle.task_event_mark = TaskEvent.objects.aggregate(last=Max("pk"))["last"] or 0
-        bundle.handed_over_at = timezone.now()
-        InboundBundle.objects.filter(pk=bundle_id).update(
-            handed_over_at=bundle.handed_over_at, task_event_mark=bundle.task_event_mark
-        )
         result = handler(
             user=conversation.profile.user, channel=conversation.channel,
             conversation_ref=conversation.conversation_ref(), messages=messages,
         )
     except Exception as exc:  # SoftTimeLimitExceeded included: a slow run ends here too
         if bundle is None:
-            InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, error=str(exc)[:2000])
+            InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, handed_over_at=None,
+                                                              task_event_mark=None, error=str(exc)[:2000])
             raise
         outbound.typing_stop(profile=bundle.conversation.profile)
         if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":

@@ -20,6 +20,12 @@ logger = logging.getLogger(__name__)
 MAX_BODY = 4000
 
 
+def provider_clients_warm() -> None:
+    """A worker process builds its provider clients as it starts: the first hand-over after a
+    start must not pay for them (an SSL context each) before its bundle reaches the agent."""
+    linq.warm()
+
+
 def typing_start(*, conversation: Conversation) -> bool:
     """Shown from the moment a bundle goes to the agent until the first reply. Free for the ratio."""
     profile = conversation.profile

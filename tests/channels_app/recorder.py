@@ -76,3 +76,10 @@ def record_act_then_hang(*, user, channel, conversation_ref, messages):
     task = lindy_services.task_create(team=Membership.objects.filter(user=user).first().team, owner=user, title="slow")
     lindy_services.task_event_add(task=task, actor="assistant", content="Checking your calendar.")
     time.sleep(120)
+
+
+def record_statements_so_far(*, user, channel, conversation_ref, messages):
+    """In-process: how many statements this connection ran before the agent got the bundle."""
+    from django.db import connection
+
+    CALLS.append({"user": user, "messages": messages, "statements": len(connection.queries_log)})

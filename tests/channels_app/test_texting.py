@@ -234,6 +234,29 @@ def _claimed_bundle(profile, line, text="what's free today?"):
     return outcome.bundle_id
 
 
+def test_the_hand_over_reaches_the_agent_in_five_statements(cast, linq, line):
+    """Between taking the bundle and calling the agent: the claim (which also marks where the
+    agent's traces would start), the bundle, its messages and their attachments, the typing bubble."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from lindy.models import TaskEvent
+
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
+    bundle_id = _claimed_bundle(profile, line)
+    recorder.CALLS.clear()
+    connection.queries_log.clear()
+    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_statements_so_far"), \
+            CaptureQueriesContext(connection):
+        assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
+    (call,) = recorder.CALLS
+    assert call["statements"] <= 5 and [m["text"] for m in call["messages"]] == ["what's free today?"]
+    bundle = InboundBundle.objects.get(pk=bundle_id)
+    assert bundle.handed_over_at and bundle.task_event_mark == (
+        TaskEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0)
+    assert [r.path for r in linq.typing("POST")] == ["/v3/chats/c1/typing"]
+
+
 def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, line):
     profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1",
                                     imessage_capable=True, capability_checked_at=timezone.now())

@@ -274,3 +274,24 @@ def test_items_over_budget_are_split_summarized_and_merged(cast):
     items = list(Item.objects.filter(filesystem=fs))
     parts = summarizer.split(items, 250)
     assert len(parts) == summarize_calls - 1 and sum(len(p) for p in parts) == 6
+
+
+@pytest.mark.django_db
+def test_a_runs_facts_and_citations_are_written_in_one_statement(cast):
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(3):
+        core.meeting_create(team=cast.team, owner=cast.member, title=f"Sync {n}", occurred_at=timezone.now(),
+                            notes=f"We always check item {n} before release. Jane Park joined Initech as CTO {n}.")
+    fs = user_fs(cast.member)
+    with CaptureQueriesContext(connection) as captured:
+        run = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert run.status == Run.Status.SUCCEEDED and run.fact_count == 6
+    inserts = [q["sql"] for q in captured if '"hydration_fact' in q["sql"] and "INSERT" in q["sql"]]
+    assert len(inserts) == 1, inserts
+    facts = list(Fact.objects.filter(run=run).order_by("position"))
+    assert [f.position for f in facts] == list(range(6))
+    items = {item.pk: item for item in Item.objects.filter(filesystem=fs)}
+    for fact in facts:
+        (item,) = fact.items.all()  # each sentence cites the meeting it came from
+        assert fact.text.split(" ")[-1].rstrip(".") in items[item.pk].text

@@ -104,6 +104,43 @@ def test_the_heartbeat_beats_while_a_step_is_long(cast, monkeypatch):
     assert later > start
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_stage_shows_while_a_step_waits_and_costs_the_run_no_statement(cast, monkeypatch):
+    """Progress (stage, usage) is written by the heartbeat thread as soon as it changes: a page
+    shows "Summarizing" while the model call waits, and the pipeline itself spends no round trip
+    on it (a burst of stage changes is one write, off the run's path)."""
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from hydration import summarizer
+
+    real = summarizer.summarize
+    seen = []
+
+    def slow(*args, **kwargs):
+        deadline = time.monotonic() + 5
+        stage = ""
+        while time.monotonic() < deadline and not stage.startswith("Summarizing"):
+            time.sleep(0.02)
+            stage = Run.objects.values_list("stage", flat=True).get(pk=run.pk)
+        seen.append(stage)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(summarizer, "summarize", slow)
+    core.meeting_create(team=cast.team, owner=cast.member, title="Sync", occurred_at=timezone.now(),
+                        notes="We always deploy to staging before prod.")
+    run, _ = services.run_trigger(filesystem=user_fs(cast.member), trigger="manual", enqueue=False)
+    with CaptureQueriesContext(connection) as ctx:
+        done = services.run_execute(run_id=run.pk, task_id="t")
+    assert done.status == Run.Status.SUCCEEDED and done.stage == "Done"
+    assert seen == ["Summarizing 1 item(s)"]
+    stage_writes = [q["sql"] for q in ctx.captured_queries
+                    if q["sql"].startswith('UPDATE "hydration_run"') and '"stage" =' in q["sql"]]
+    assert len(stage_writes) == 2, stage_writes  # the claim's "Starting" and the finish's "Done"
+
+
 @pytest.mark.django_db
 def test_recover_queues_again_a_run_whose_worker_died_and_it_completes(cast, monkeypatch):
     run = _running(cast, heartbeat_age=settings.HYDRATION_HEARTBEAT_STALE_SECONDS + 5)

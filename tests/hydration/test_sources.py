@@ -330,3 +330,43 @@ def test_slack_thread_replies_are_read_with_their_parent_even_days_later(cast, s
         '#general, replying in a thread on "Who owns the launch checklist?": Moved to Sam']
     assert later.items[0].external_id.endswith(":1700172800.000100")
     assert source.fetch(fs, later.cursor).items == []  # nothing new: nothing read twice
+
+
+def test_storing_items_is_one_statement_and_nothing_fetched_is_none(cast, django_assert_num_queries):
+    """A run stores each source's items in one INSERT that counts the new ones itself (no COUNT
+    before and after), and a source that fetched nothing costs no statement."""
+    fs = user_fs(cast.member)
+    for n in range(3):
+        core.meeting_create(team=cast.team, owner=cast.member, title=f"T{n}", notes="n", occurred_at=timezone.now())
+    fetched = MeetingsSource().fetch(fs, {})
+    with django_assert_num_queries(1):
+        assert services.items_store(filesystem=fs, source="meetings", items=fetched.items[:2], run=None) == 2
+    with django_assert_num_queries(1):
+        assert services.items_store(filesystem=fs, source="meetings", items=fetched.items, run=None) == 1
+    with django_assert_num_queries(0):
+        assert services.items_store(filesystem=fs, source="meetings", items=[], run=None) == 0
+    assert Item.objects.filter(filesystem=fs).count() == 3
+
+
+def test_sources_with_nothing_to_store_are_recorded_together_in_one_statement(cast):
+    """Meetings store their items with their cursor (one transaction); Slack and Gmail (not
+    connected) and tasks (nothing new) only record their state: one UPDATE for all three."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from hydration.models import Run
+
+    fs = user_fs(cast.member)
+    meeting = core.meeting_create(team=cast.team, owner=cast.member, title="Sync", occurred_at=timezone.now(),
+                                  notes="We always deploy to staging before prod.")
+    with CaptureQueriesContext(connection) as captured:
+        run = services.run_now_sync(filesystem=fs, trigger="manual")
+    assert run.status == Run.Status.SUCCEEDED
+    updates = [q["sql"] for q in captured if q["sql"].startswith('UPDATE "hydration_sourcestate"')]
+    assert len(updates) == 2, updates
+    states = {s.source: s for s in SourceState.objects.filter(filesystem=fs)}
+    assert states["slack"].status == states["gmail"].status == SourceState.Status.NOT_CONNECTED
+    assert states["gmail"].last_error == "Gmail is not connected." and states["gmail"].last_error_at
+    assert states["tasks"].status == SourceState.Status.OK and states["tasks"].last_success_at
+    assert states["meetings"].cursor == {"after_id": meeting.pk} and states["meetings"].last_success_at
+    assert run.sources["meetings"] == {"status": "ok", "items": 1, "fetched": 1}

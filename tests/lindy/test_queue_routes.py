@@ -18,7 +18,9 @@ from lindy import queue
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {
     "channels_app.tasks.debounce_fire": "channels",
-    "channels_app.tasks.bundle_dispatch": "channels",
+    # The hand-over runs the agent loop (up to 10 min): it waits for an agent worker, never in
+    # front of other conversations' debounce checks.
+    "channels_app.tasks.bundle_dispatch": "agent",
     "channels_app.tasks.debounce_recover": "channels",
     "agent.tasks.agent_run": "agent",
     "validator.tasks.agent_run": "agent",

@@ -249,3 +249,27 @@ def test_draft_verify_for_the_memory_agent(team_fs):
     assert [v.kind for v in services.draft_verify(filesystem=team_fs, files=draft)] == ["unlinked"]
     draft["index.md"] += "\n- [people/new.md](people/new.md)"
     assert services.draft_verify(filesystem=team_fs, files=draft) == []
+
+
+def test_a_revision_lists_the_files_once_and_updates_its_rows_in_one_statement(team_fs, cast):
+    """The draft of the locked file system already listed every row: writing the revision does
+    not list them again, and the files it updates (a move among them) are one UPDATE."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.draft import Draft
+
+    write_linked(team_fs, {f"notes/f{n}.md": f"file {n}" for n in range(30)})
+    changes = [Change("write", f"notes/f{n}.md", content=f"edited {n}") for n in range(3)]
+    changes.append(Change("move", "notes/f3.md", new_path="notes/g3.md"))
+    changes += Draft.load(team_fs, contents=()).link_fixes_after_move("notes/f3.md", "notes/g3.md")
+    with CaptureQueriesContext(connection) as captured:
+        services.changes_apply(filesystem=team_fs, changes=changes, author_kind="system")
+    file_queries = [q["sql"] for q in captured if '"memory_memoryfile"' in q["sql"]]
+    listings = [sql for sql in file_queries if sql.startswith("SELECT") and '"content"' not in sql.split("FROM")[0]]
+    updates = [sql for sql in file_queries if sql.startswith("UPDATE")]
+    assert len(listings) == 1, listings
+    assert len(updates) == 2, updates  # the move parks its row, then one UPDATE writes every row (index.md too)
+    assert files_of(team_fs)["notes/g3.md"] == "file 3" and files_of(team_fs)["notes/f0.md"] == "edited 0"
+    assert MemoryFile.objects.get(filesystem=team_fs, path="notes/f1.md").updated_at > (
+        MemoryFile.objects.get(filesystem=team_fs, path="notes/f9.md").updated_at)
