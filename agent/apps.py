@@ -6,7 +6,10 @@ class AgentConfig(AppConfig):
     verbose_name = "Assistant agent"
 
     def ready(self):
+        from django.conf import settings
+
         from lindy import demo as core_demo
+        from lindy import schedules
         from router.routing import register_route
         from validator import runner
 
@@ -21,4 +24,9 @@ class AgentConfig(AppConfig):
         register_route(ROUTE, owner=self.label, description="The assistant's own turns in a task.")
 
         runner.register(ActionRunner())
+        schedules.register(schedules.Periodic(
+            name="agent.outbox_resume", task="agent.tasks.outbox_resume",
+            every_seconds=settings.LINDY_ACTION_RESUME_AFTER_SECONDS,
+            description="Live Gmail/Calendar actions left not confirmed: ask the provider, then finish them once.",
+        ))
         core_demo.register_seeder(20, demo.seed)
