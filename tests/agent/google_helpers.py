@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-from django.test import override_settings
 from django.utils import timezone
 
 from agent import tools
 from hydration.models import GmailAccount
 from tests.fakes.gmail_api import ACT, CALENDAR, EMAIL, READONLY, FakeGmail
 from tests.validator.helpers import task_with
-
-
-@pytest.fixture
-def google():
-    # A small retry budget keeps the tests quick; the logic is the production one.
-    with FakeGmail(page_size=50) as fake, override_settings(
-        **fake.settings(), LINDY_ACTION_RETRY_BUDGET_SECONDS=4, LINDY_ACTION_MAX_TRIES=4,
-    ):
-        yield fake
 
 
 def connect(user, fake: FakeGmail, *, gmail: bool = True, calendar: bool = True) -> GmailAccount:

@@ -8,7 +8,7 @@ import pytest
 from agent import services as agent_services
 from agent.models import OutboxEntry
 from agent.tools import gmail as gmail_tool
-from tests.agent.google_helpers import connect, google, incoming  # noqa: F401  (fixture)
+from tests.agent.google_helpers import connect, incoming
 from tests.conftest import client_for
 from tests.validator.helpers import task_with
 from validator import services

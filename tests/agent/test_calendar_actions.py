@@ -7,7 +7,7 @@ import pytest
 from agent import services as agent_services
 from agent.models import OutboxEntry
 from agent.tools.calendar import event_id
-from tests.agent.google_helpers import connect, google, run  # noqa: F401  (fixture)
+from tests.agent.google_helpers import connect, run
 from tests.fakes.http import Reply
 
 pytestmark = pytest.mark.django_db

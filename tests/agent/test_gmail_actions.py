@@ -10,7 +10,7 @@ from agent import services as agent_services
 from agent import tools
 from agent.models import OutboxEntry
 from hydration.models import GmailAccount
-from tests.agent.google_helpers import connect, google, incoming, run  # noqa: F401  (fixture)
+from tests.agent.google_helpers import connect, incoming, run
 from tests.fakes.gmail_api import EMAIL
 from tests.fakes.http import Reply
 from tests.validator.helpers import task_with
