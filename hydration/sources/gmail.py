@@ -1,5 +1,10 @@
 """Gmail, for user file systems only: the messages that arrived since the last run, through
-the Gmail API (list with `q=after:`, then each message)."""
+the Gmail API (list with `q=after:`, then each message).
+
+The list has no label filter, so the user's own sent mail comes too (Gmail leaves out only
+spam and trash), including what the assistant sent for them: marked as the owner's words
+(`_Senders`), it is what the validator's standing-permission rule and email drafting read
+(selectors.sent_mail)."""
 
 from __future__ import annotations
 

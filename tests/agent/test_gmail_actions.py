@@ -166,3 +166,22 @@ def test_one_task_instruction_with_two_different_emails_sends_both(cast, google)
     run(cast, "send_email", {"to": ["a@initech.test"], "subject": "A", "body": "A"}, task=task)
     run(cast, "send_email", {"to": ["b@initech.test"], "subject": "B", "body": "B"}, task=task)
     assert len(google.sent()) == 2
+
+
+def test_what_the_assistant_sent_comes_back_to_hydration_as_the_users_own_sent_mail(cast, google):
+    from hydration import selectors as hydration_selectors
+    from hydration import services as hydration_services
+    from hydration.sources.gmail import GmailSource
+    from memory.models import FileSystem
+
+    connect(cast.member, google)
+    incoming(google)
+    result, _ = run(cast, "send_email", {"to": ["jane@initech.test"], "subject": "Terms", "body": "Two years, yes."})
+    fs = FileSystem.objects.get(owner=cast.member)
+    fetched = GmailSource().fetch(fs, {})
+    kinds = {item.external_id: item.author_kind for item in fetched.items}
+    assert kinds == {result.data["provider_id"]: "owner", "m1": "external"}
+    hydration_services.items_store(filesystem=fs, source="gmail", items=fetched.items, run=None)
+    [mine] = hydration_selectors.sent_mail(cast.member)
+    assert mine.external_id == result.data["provider_id"] and "Two years, yes." in mine.text
+    assert list(hydration_selectors.sent_mail(cast.admin)) == []
