@@ -126,9 +126,12 @@ def decision_execute(*, decision: Decision) -> tools.ToolResult:
 def outbox_resume(*, older_than_seconds: int | None = None, limit: int = 50) -> int:
     """Live actions left "not confirmed" (a worker killed during the provider call, or the
     provider unavailable through the whole retry budget) are driven again: each asks the
-    provider first, so none happens twice. Rows another worker holds are skipped."""
+    provider first, so none happens twice. Rows another worker holds are skipped. One older than
+    LINDY_ACTION_GIVE_UP_HOURS is not done any more (an email a day late is a surprise): it is
+    only looked for, and fails if it did not happen — the sweep never retries forever."""
     age = settings.LINDY_ACTION_RESUME_AFTER_SECONDS if older_than_seconds is None else older_than_seconds
     cutoff = timezone.now() - timedelta(seconds=age)
+    too_old = timezone.now() - timedelta(hours=settings.LINDY_ACTION_GIVE_UP_HOURS)
     ids = list(OutboxEntry.objects.filter(status=OutboxEntry.Status.PENDING, updated_at__lte=cutoff,
                                           execution_key__isnull=False).order_by("updated_at")
                .values_list("pk", flat=True)[:limit])
@@ -140,7 +143,7 @@ def outbox_resume(*, older_than_seconds: int | None = None, limit: int = 50) -> 
             if entry is None:
                 continue
             try:
-                result = tools.resume(entry)
+                result = tools.resume(entry, last_chance=entry.created_at < too_old)
             except Rejected as exc:
                 entry.status, entry.error = OutboxEntry.Status.FAILED, str(exc)
                 entry.save(update_fields=["status", "error", "updated_at"])

@@ -372,3 +372,5 @@ LINDY_ACTION_MAX_TRIES = int(os.environ.get("LINDY_ACTION_MAX_TRIES", 5))
 # A live action still "not confirmed" this long after its last attempt is resumed (checked with the
 # provider first, then done) by agent.tasks.outbox_resume.
 LINDY_ACTION_RESUME_AFTER_SECONDS = int(os.environ.get("LINDY_ACTION_RESUME_AFTER_SECONDS", 300))
+# ... and one still not confirmed this long after it was asked for is only looked for, never done.
+LINDY_ACTION_GIVE_UP_HOURS = int(os.environ.get("LINDY_ACTION_GIVE_UP_HOURS", 24))

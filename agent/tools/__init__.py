@@ -95,11 +95,12 @@ def execute(ctx: ExecutionContext, tool: str, arguments: dict) -> ToolResult:
     return outbox.record(ctx, tool, arguments, ToolResult)
 
 
-def resume(entry) -> ToolResult:
+def resume(entry, *, last_chance: bool = False) -> ToolResult:
     """Carry a live action left pending (its worker killed mid-call, or the provider down) to an
-    outcome: the provider is asked first, so it never happens twice."""
+    outcome: the provider is asked first, so it never happens twice. With `last_chance` it is
+    only asked, and what did not happen fails."""
     live = gmail if entry.adapter == GMAIL else calendar
-    return live.resume(entry, ToolResult)
+    return live.resume(entry, ToolResult, last_chance=last_chance)
 
 
 # What the outbox page tells the user about each kind of action, in the registry's words.

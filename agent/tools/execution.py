@@ -119,9 +119,10 @@ def run_once(ctx, tool: str, arguments: dict, action: Action, result_cls):
     return drive(entry, action, result_cls, fresh=created)
 
 
-def drive(entry: OutboxEntry, action: Action, result_cls, *, fresh: bool):
+def drive(entry: OutboxEntry, action: Action, result_cls, *, fresh: bool, last_chance: bool = False):
     """Carry a pending entry to sent or failed (or leave it pending, with the reason, when the
-    provider stays unavailable). `fresh`: nobody can have tried this key before."""
+    provider stays unavailable). `fresh`: nobody can have tried this key before. `last_chance`:
+    the entry is too old to do now (the resume sweep gives up): only ask whether it happened."""
     with transaction.atomic():
         entry = OutboxEntry.objects.select_for_update().get(pk=entry.pk)
         if entry.status != OutboxEntry.Status.PENDING:
@@ -131,6 +132,8 @@ def drive(entry: OutboxEntry, action: Action, result_cls, *, fresh: bool):
             while True:
                 try:
                     done = action.find(entry) if check_first else None
+                    if done is None and last_chance:
+                        raise Rejected(f"not done: {entry.error or 'unconfirmed'}; too old to do now, ask again")
                     if done is None:
                         done = action.perform(entry)
                     break

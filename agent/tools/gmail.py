@@ -269,13 +269,13 @@ def run(ctx, tool: str, arguments: dict, result_cls):
         action.session.close()
 
 
-def resume(entry, result_cls):
+def resume(entry, result_cls, *, last_chance: bool = False):
     """Drive a pending entry again (its key is stored): asks Gmail before redoing anything."""
     account = GmailAccount.objects.filter(user_id=entry.user_id).first()
     if account is None:
         raise Disconnected(reconnect_text("Gmail"))
     action = ACTIONS[entry.tool](account, entry.arguments)
     try:
-        return drive(entry, action, result_cls, fresh=False)
+        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
     finally:
         action.session.close()

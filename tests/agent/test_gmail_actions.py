@@ -185,3 +185,23 @@ def test_what_the_assistant_sent_comes_back_to_hydration_as_the_users_own_sent_m
     [mine] = hydration_selectors.sent_mail(cast.member)
     assert mine.external_id == result.data["provider_id"] and "Two years, yes." in mine.text
     assert list(hydration_selectors.sent_mail(cast.admin)) == []
+
+
+def test_the_sweep_gives_up_on_an_old_unconfirmed_send_without_sending_it(cast, google):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    connect(cast.member, google)
+    google.script("POST", SEND, [Reply(503, {"error": {"code": 503, "message": "Unavailable"}})])
+    result, _ = run(cast, "send_email", {"to": ["jane@initech.test"], "subject": "S", "body": "B"})
+    # A 503 on a send is an unknown outcome: checked (nothing there), sent again within the budget.
+    assert result.ok and len(google.sent()) == 1
+    google.script("POST", SEND, [Reply(503, {"error": {"code": 503, "message": "Unavailable"}})] * 4)
+    late, _ = run(cast, "send_email", {"to": ["bo@initech.test"], "subject": "Late", "body": "B"})
+    assert not late.ok and "not confirmed" in late.content
+    entry = OutboxEntry.objects.get(status="pending")
+    OutboxEntry.objects.filter(pk=entry.pk).update(created_at=timezone.now() - timedelta(days=2))
+    assert agent_services.outbox_resume(older_than_seconds=0) == 1
+    entry.refresh_from_db()
+    assert entry.status == "failed" and "too old" in entry.error and len(google.sent()) == 1
