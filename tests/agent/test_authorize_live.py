@@ -89,3 +89,22 @@ def test_a_revoked_grant_fails_the_authorized_action_with_reconnect_gmail_on_the
     assert decision.execution_result["ok"] is False
     assert google.sent() == [] and len(google.requests_to("POST", "/token")) == 1
     assert OutboxEntry.objects.get(decision=decision).status == "failed"
+
+
+def test_the_agent_loop_sends_an_allowed_email_live_once_and_a_redelivered_run_sends_nothing(cast, google, settings):
+    from tests.validator.helpers import RECORDER, SENT
+
+    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    SENT.clear()
+    connect(cast.member, google)
+    task = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-1", messages=[
+        {"text": "Send an email to jane@initech.test saying the contract is signed."}])
+    decision = Decision.objects.get(task=task, tool="send_email")
+    assert decision.status == Decision.Status.EXECUTED and decision.execution_result["adapter"] == "gmail"
+    [sent] = google.sent()
+    assert google.raw[sent["id"]]["To"] == "jane@initech.test"
+    entry = OutboxEntry.objects.get(decision=decision)
+    assert (entry.status, entry.provider_id) == ("sent", sent["id"])
+    # The broker redelivers the run (acks_late): the task was answered, nothing is sent again.
+    assert agent_services.agent_run(task_id=task.pk) == "answered"
+    assert len(google.sent()) == 1
