@@ -15,7 +15,7 @@ from . import selectors
 
 router = Router(tags=["agent"])
 
-OutboxStatus = Literal["recorded", "sent", "failed"]
+OutboxStatus = Literal["recorded", "pending", "sent", "failed"]
 
 
 class OutboxOut(Schema):
@@ -30,6 +30,8 @@ class OutboxOut(Schema):
     sent: bool
     response: dict | None
     error: str
+    provider_id: str
+    link: str
     created_at: datetime
 
     @staticmethod

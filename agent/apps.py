@@ -6,7 +6,10 @@ class AgentConfig(AppConfig):
     verbose_name = "Assistant agent"
 
     def ready(self):
+        from django.conf import settings
+
         from lindy import demo as core_demo
+        from lindy import schedules
         from router import variants
         from router.routing import register_route
         from validator import runner
@@ -25,6 +28,11 @@ class AgentConfig(AppConfig):
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 
         runner.register(ActionRunner())
+        schedules.register(schedules.Periodic(
+            name="agent.outbox_resume", task="agent.tasks.outbox_resume",
+            every_seconds=settings.LINDY_ACTION_RESUME_AFTER_SECONDS,
+            description="Live Gmail/Calendar actions left not confirmed: ask the provider, then finish them once.",
+        ))
         core_demo.register_seeder(20, demo.seed)
         # Last: it needs the router's targets (30) and leaves its tasks for the next hydration (90).
         core_demo.register_seeder(95, demo_history.seed)

@@ -11,10 +11,16 @@ from lindy import tool_registry
 
 class OutboxEntry(models.Model):
     """Every executed action is written here: what ran, through which adapter, and how it went.
-    Actions with no live integration (no Gmail or calendar credentials) end here as `recorded`."""
+    Actions with no live integration (payments, file shares; Gmail and Calendar until the user
+    lets the assistant act there) end here as `recorded`.
+
+    A live Gmail or Calendar action is written `pending` with its execution key BEFORE the
+    provider is called (agent/tools/execution.py): a retry after an unknown outcome finds the
+    row and asks the provider before doing it again, so the action happens exactly once."""
 
     class Status(models.TextChoices):
         RECORDED = "recorded", "Recorded (no live integration)"
+        PENDING = "pending", "Not confirmed yet"
         SENT = "sent", "Sent"
         FAILED = "failed", "Failed"
 
@@ -30,7 +36,12 @@ class OutboxEntry(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices)
     response = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Live actions only: one row per execution key, the provider's id for what it did, and a link to it.
+    execution_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    provider_id = models.CharField(max_length=200, blank=True)
+    link = models.URLField(max_length=1000, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

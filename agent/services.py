@@ -14,10 +14,12 @@ from django.utils.dateparse import parse_datetime
 from lindy import queue, services
 from lindy.models import AgentTask, Membership, TaskEvent
 from validator import runner as validator_runner
+from validator import services as validator_services
 from validator.models import Decision
 
 from . import loop, tools
-from .models import OpenTask
+from .models import OpenTask, OutboxEntry
+from .tools.execution import Rejected, result_for
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +123,50 @@ def decision_execute(*, decision: Decision) -> tools.ToolResult:
         return tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
 
 
+def outbox_resume(*, older_than_seconds: int | None = None, limit: int = 50) -> int:
+    """Live actions left "not confirmed" (a worker killed during the provider call, or the
+    provider unavailable through the whole retry budget) are driven again: each asks the
+    provider first, so none happens twice. Rows another worker holds are skipped. One older than
+    LINDY_ACTION_GIVE_UP_HOURS is not done any more (an email a day late is a surprise): it is
+    only looked for, and fails if it did not happen — the sweep never retries forever."""
+    age = settings.LINDY_ACTION_RESUME_AFTER_SECONDS if older_than_seconds is None else older_than_seconds
+    cutoff = timezone.now() - timedelta(seconds=age)
+    too_old = timezone.now() - timedelta(hours=settings.LINDY_ACTION_GIVE_UP_HOURS)
+    ids = list(OutboxEntry.objects.filter(status=OutboxEntry.Status.PENDING, updated_at__lte=cutoff,
+                                          execution_key__isnull=False).order_by("updated_at")
+               .values_list("pk", flat=True)[:limit])
+    resumed = 0
+    for entry_id in ids:
+        with transaction.atomic():
+            entry = (OutboxEntry.objects.select_for_update(skip_locked=True)
+                     .filter(pk=entry_id, status=OutboxEntry.Status.PENDING).first())
+            if entry is None:
+                continue
+            try:
+                result = tools.resume(entry, last_chance=entry.created_at < too_old)
+            except Rejected as exc:
+                entry.status, entry.error = OutboxEntry.Status.FAILED, str(exc)
+                entry.save(update_fields=["status", "error", "updated_at"])
+                result = result_for(entry, tools.ToolResult)
+        resumed += 1
+        if entry.decision_id is not None:
+            validator_services.decision_result_update(decision_id=entry.decision_id, result=result.as_dict())
+    return resumed
+
+
+def gmail_draft_save(*, user, team, to: list[str], subject: str, body: str, cc: list[str] | None = None,
+                     draft_id: str = "", thread_id: str = "", in_reply_to: str = "", references: str = "",
+                     task: AgentTask | None = None) -> tools.ToolResult:
+    """Save an email draft in the user's Gmail: a new draft, or draft `draft_id` replaced (for
+    email drafting, which revises its draft). Recorded in the outbox like every action; with
+    Gmail actions off it is recorded, not saved. The result's data carries the draft id."""
+    arguments = {"to": list(to), "subject": subject, "body": body}
+    extra = {"cc": list(cc or []), "draft_id": draft_id, "thread_id": thread_id, "in_reply_to": in_reply_to,
+             "references": references}
+    arguments.update({key: value for key, value in extra.items() if value})
+    return tools.execute(tools.ExecutionContext(user=user, team=team, task=task), "draft_email", arguments)
+
+
 class ActionRunner:
     """What the validator's review pages call to run an authorized action or continue a task
     (registered in AgentConfig.ready; see validator.runner)."""
@@ -128,8 +174,8 @@ class ActionRunner:
     def execute(self, decision: Decision) -> validator_runner.Execution:
         return decision_execute(decision=decision)
 
-    def recorded_only(self, tool: str, team_ids: list[int]) -> bool:
-        return tools.recorded_only(tool, team_ids)
+    def recorded_only(self, tool: str, team_ids: list[int], user=None) -> bool:
+        return tools.recorded_only(tool, team_ids, user)
 
     def continue_task(self, task_id: int) -> None:
         task_continue(task_id=task_id)

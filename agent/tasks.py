@@ -15,3 +15,9 @@ def agent_run(task_id: int) -> str:
 def agent_run_legacy_name(task_id: int) -> str:
     """Messages queued before the agent got its own app carry the validator's task name."""
     return services.agent_run(task_id=task_id)
+
+
+@shared_task(name="agent.tasks.outbox_resume", acks_late=True, time_limit=900, soft_time_limit=840)
+def outbox_resume() -> int:
+    """Periodic: drive live actions left not confirmed (each checks the provider first)."""
+    return services.outbox_resume()

@@ -29,5 +29,5 @@ def outbox(request):
         request.GET.get("page"))
     template = "agent/outbox.html#outbox-rows" if request.htmx else "agent/outbox.html"
     return render(request, template, {
-        "page": page, "show": show, "filters": OUTBOX_FILTERS, "integrations": tools.integrations(team_ids(request.user)),
+        "page": page, "show": show, "filters": OUTBOX_FILTERS, "integrations": tools.integrations(team_ids(request.user), request.user),
     })

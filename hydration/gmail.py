@@ -1,5 +1,10 @@
-"""The Gmail client: OAuth 2.0 against Google (authorize URL, code exchange, refresh), with
-tokens kept on the server only, and the Gmail API reached over plain HTTP.
+"""The user's one Google connection: OAuth 2.0 against Google (authorize URL with incremental
+scopes, code exchange, refresh through Google's own `google-auth`), with tokens kept on the
+server only, and the Gmail API reached over plain HTTP (httpx) for hydration's reads.
+
+Scopes are incremental (`include_granted_scopes=true`): reading mail for memory is asked for
+first; sending, drafting and modifying mail only when the user turns on "let the assistant act
+in Gmail"; calendar events only when they turn on calendar actions.
 
 Connecting and disconnecting (the OAuth state rows, storing the tokens a code was exchanged
 for) are writes of hydration.services (gmail_connect_start, gmail_account_connect,
@@ -12,18 +17,35 @@ disconnected: a status the user fixes by connecting again, not an error retried 
 
 from __future__ import annotations
 
+import base64
+import html
+import re
 import secrets
-from datetime import timedelta
+from datetime import UTC, timedelta
 from urllib.parse import urlencode
 
 import httpx
+import requests
 from django.conf import settings
 from django.utils import timezone
+from google.auth import exceptions as google_exceptions
+from google.auth.transport.requests import Request as GoogleRequest
+from google.oauth2.credentials import Credentials
 
 from .models import GmailAccount
 
-SCOPE = "https://www.googleapis.com/auth/gmail.readonly openid email"
+READ_SCOPES = ("https://www.googleapis.com/auth/gmail.readonly", "openid", "email")
+# "Let the assistant act in Gmail": send, drafts, and labels/trash (archive, delete to trash).
+GMAIL_ACT_SCOPES = (
+    "https://www.googleapis.com/auth/gmail.send",
+    "https://www.googleapis.com/auth/gmail.compose",
+    "https://www.googleapis.com/auth/gmail.modify",
+)
+CALENDAR_SCOPES = ("https://www.googleapis.com/auth/calendar.events",)
+PURPOSES = {"read": READ_SCOPES, "gmail_actions": GMAIL_ACT_SCOPES, "calendar_actions": CALENDAR_SCOPES}
+SCOPE = " ".join(READ_SCOPES)
 STATE_MAX_AGE = timedelta(minutes=15)
+_TAGS = re.compile(r"<[^>]+>")
 
 
 class GmailError(Exception):
@@ -46,12 +68,24 @@ def new_state() -> str:
     return secrets.token_urlsafe(32)
 
 
-def authorize_url(*, state: str, redirect_uri: str) -> str:
+def scopes_for(purpose: str) -> tuple[str, ...]:
+    """What to ask Google for: reading always, plus what this purpose adds. Google adds the
+    scopes granted earlier (include_granted_scopes), so turning on calendar keeps Gmail's."""
+    if purpose not in PURPOSES:
+        raise GmailError(f"Unknown Google permission {purpose!r}.")
+    return tuple(dict.fromkeys(READ_SCOPES + PURPOSES[purpose]))
+
+
+def has_scopes(account: GmailAccount, scopes) -> bool:
+    return set(scopes) <= set((account.scopes or "").split())
+
+
+def authorize_url(*, state: str, redirect_uri: str, scopes: tuple[str, ...] = READ_SCOPES) -> str:
     """Google's consent page for `state` (a GmailOAuthState the caller stored)."""
     query = urlencode({
         "client_id": settings.GMAIL_CLIENT_ID, "redirect_uri": redirect_uri, "response_type": "code",
-        "scope": SCOPE, "access_type": "offline", "prompt": "consent", "include_granted_scopes": "true",
-        "state": state,
+        "scope": " ".join(scopes), "access_type": "offline", "prompt": "consent",
+        "include_granted_scopes": "true", "state": state,
     })
     return f"{settings.GOOGLE_OAUTH_AUTHORIZE_URL}?{query}"
 
@@ -74,27 +108,53 @@ def exchange_code(*, code: str, redirect_uri: str) -> dict:
     return _token_request({"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri})
 
 
-def _mark_disconnected(account: GmailAccount, detail: str) -> None:
+def mark_disconnected(account: GmailAccount, detail: str) -> None:
+    """The grant is gone: the user must connect again (a status, not an error to retry)."""
     account.status = GmailAccount.Status.DISCONNECTED
     account.status_detail = detail[:500]
     account.access_token = ""
     account.save(update_fields=["status", "status_detail", "access_token", "updated_at"])
 
 
+class _Request(GoogleRequest):
+    """google-auth's requests transport with the product's HTTP timeout (its default is 120 s)."""
+
+    def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
+        return super().__call__(url, method=method, body=body, headers=headers,
+                                timeout=timeout or settings.HYDRATION_HTTP_TIMEOUT, **kwargs)
+
+
+def credentials(account: GmailAccount) -> Credentials:
+    """The account's tokens as google-auth credentials (expiry is naive UTC in google-auth)."""
+    expiry = account.token_expires_at.astimezone(UTC).replace(tzinfo=None) if account.token_expires_at else None
+    return Credentials(
+        token=account.access_token or None, refresh_token=account.refresh_token or None,
+        token_uri=settings.GOOGLE_OAUTH_TOKEN_URL, client_id=settings.GMAIL_CLIENT_ID,
+        client_secret=settings.GMAIL_CLIENT_SECRET, expiry=expiry,
+    )
+
+
 def access_token(account: GmailAccount, *, force_refresh: bool = False) -> str:
-    fresh = account.token_expires_at and account.token_expires_at > timezone.now() + timedelta(seconds=60)
-    if account.access_token and fresh and not force_refresh:
+    """A valid access token for the account, refreshed by google-auth when it is about to expire
+    (or when Google just refused it). A grant Google refuses marks the account disconnected."""
+    creds = credentials(account)
+    if creds.valid and not force_refresh:
         return account.access_token
     if not account.refresh_token:
-        _mark_disconnected(account, "No refresh token: connect Gmail again.")
+        mark_disconnected(account, "No refresh token: reconnect Gmail.")
         raise GmailDisconnected(account.status_detail)
     try:
-        tokens = _token_request({"grant_type": "refresh_token", "refresh_token": account.refresh_token})
-    except GmailDisconnected as exc:
-        _mark_disconnected(account, str(exc))
-        raise
-    account.access_token = tokens["access_token"]
-    account.token_expires_at = timezone.now() + timedelta(seconds=int(tokens.get("expires_in", 3600)))
+        creds.refresh(_Request())
+    except google_exceptions.RefreshError as exc:
+        if getattr(exc, "retryable", False):
+            raise GmailError(f"Google's token endpoint is unavailable: {exc}") from None
+        mark_disconnected(account, f"Google refused the authorization ({exc}): reconnect Gmail.")
+        raise GmailDisconnected(account.status_detail) from None
+    except (google_exceptions.TransportError, requests.RequestException) as exc:
+        raise GmailError(f"Google's token endpoint could not be reached: {exc}") from None
+    account.access_token = creds.token or ""
+    expiry = creds.expiry.replace(tzinfo=UTC) if creds.expiry else timezone.now() + timedelta(hours=1)
+    account.token_expires_at = expiry
     account.save(update_fields=["access_token", "token_expires_at", "updated_at"])
     return account.access_token
 
@@ -128,9 +188,39 @@ class GmailClient:
             if response.status_code == 401 and attempt == 0:
                 continue
             if response.status_code == 401:
-                _mark_disconnected(self.account, "Gmail refused the refreshed token: connect Gmail again.")
+                mark_disconnected(self.account, "Gmail refused the refreshed token: reconnect Gmail.")
                 raise GmailDisconnected(self.account.status_detail)
             if response.status_code != 200:
                 raise GmailError(f"Gmail {path.split('?')[0]} answered {response.status_code}: {response.text[:200]}")
             return response.json()
         raise GmailError("unreachable")
+
+
+# --- Message payloads (messages.get format=full|metadata) -----------------------------------
+
+def _decode(data: str) -> str:
+    padded = data + "=" * (-len(data) % 4)
+    return base64.urlsafe_b64decode(padded.encode()).decode("utf-8", errors="replace")
+
+
+def body_text(payload: dict) -> str:
+    """The text/plain part, else text/html stripped of tags."""
+    plain, rich = [], []
+
+    def walk(part: dict) -> None:
+        mime = part.get("mimeType", "")
+        data = (part.get("body") or {}).get("data")
+        if data and mime == "text/plain":
+            plain.append(_decode(data))
+        elif data and mime == "text/html":
+            rich.append(html.unescape(_TAGS.sub(" ", _decode(data))))
+        for child in part.get("parts") or []:
+            walk(child)
+
+    walk(payload)
+    text = "\n".join(plain) if plain else "\n".join(rich)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def headers_of(payload: dict) -> dict[str, str]:
+    return {h.get("name", "").lower(): h.get("value", "") for h in payload.get("headers") or []}

@@ -224,8 +224,9 @@ class FileSource(models.Model):
 
 
 class GmailAccount(models.Model):
-    """A user's connected Gmail account. The tokens stay on the server, encrypted at rest
-    (see encryption.py): no page or API response ever includes them."""
+    """A user's one Google connection (Gmail, and Calendar when they turn it on). The tokens stay
+    on the server, encrypted at rest (see encryption.py): no page or API response includes them.
+    Reading mail for memory is the base grant; acting is opt-in, with scopes asked for then."""
 
     class Status(models.TextChoices):
         CONNECTED = "connected", "Connected"
@@ -237,6 +238,9 @@ class GmailAccount(models.Model):
     refresh_token = EncryptedTextField(blank=True)
     token_expires_at = models.DateTimeField(null=True, blank=True)
     scopes = models.TextField(blank=True)
+    # The user turned on "let the assistant act in Gmail" / calendar actions (and Google granted them).
+    act_in_gmail = models.BooleanField(default=False)
+    act_in_calendar = models.BooleanField(default=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.CONNECTED)
     status_detail = models.CharField(max_length=500, blank=True)
     connected_at = models.DateTimeField(auto_now_add=True)
@@ -251,6 +255,8 @@ class GmailOAuthState(models.Model):
 
     state = models.CharField(max_length=64, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # What the user asked to turn on: "read", "gmail_actions" or "calendar_actions" (gmail.PURPOSES).
+    purpose = models.CharField(max_length=20, default="read")
     created_at = models.DateTimeField(auto_now_add=True)
     consumed_at = models.DateTimeField(null=True, blank=True)
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from memory import blame as memory_blame
-from memory.models import Revision
+from memory.models import FileSystem, Revision
 
 from . import permissions
-from .models import Fact, FileSource, Item, Run, SourceState
+from .models import Fact, FileSource, Item, Run, SourceKind, SourceState
 from .sources import SOURCES, sources_for
 
 
@@ -53,6 +53,15 @@ class SourceRow:
 
 def source_rows(filesystem, states: list[SourceState]) -> list[SourceRow]:
     return [SourceRow(s.source, s.get_source_display(), s, SOURCES[s.source].describe(filesystem)) for s in states]
+
+
+def sent_mail(user, limit: int = 50) -> QuerySet[Item]:
+    """The user's own sent email as hydration stored it, newest first: the examples of how they
+    write (for email drafting). Only items the Gmail source marked as the owner's words — sent
+    from their own address AND filed by Gmail as SENT — so a forged From never counts."""
+    return (Item.objects.filter(filesystem__owner=user, filesystem__kind=FileSystem.Kind.USER,
+                                source=SourceKind.GMAIL, author_kind=Item.AuthorKind.OWNER)
+            .order_by("-occurred_at", "-pk")[:limit])
 
 
 def run_items(run: Run) -> QuerySet[Item]:

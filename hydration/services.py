@@ -132,10 +132,13 @@ def _fetch_one(run: Run, state: SourceState, unsaved: list[SourceState]) -> dict
 
 # --- Gmail connection --------------------------------------------------------------------------
 
-def gmail_connect_start(*, user, redirect_uri: str) -> str:
-    """Store a one-time OAuth state for `user` and return Google's consent URL for it."""
-    state = GmailOAuthState.objects.create(state=gmail.new_state(), user=user)
-    return gmail.authorize_url(state=state.state, redirect_uri=redirect_uri)
+def gmail_connect_start(*, user, redirect_uri: str, purpose: str = "read") -> str:
+    """Store a one-time OAuth state for `user` and return Google's consent URL for it, asking
+    only for the scopes `purpose` needs (gmail.PURPOSES). Raises gmail.GmailError for an
+    unknown purpose (nothing stored)."""
+    scopes = gmail.scopes_for(purpose)
+    state = GmailOAuthState.objects.create(state=gmail.new_state(), user=user, purpose=purpose)
+    return gmail.authorize_url(state=state.state, redirect_uri=redirect_uri, scopes=scopes)
 
 
 def gmail_account_connect(*, user, state: str, code: str, redirect_uri: str) -> GmailAccount:
@@ -149,6 +152,7 @@ def gmail_account_connect(*, user, state: str, code: str, redirect_uri: str) -> 
             raise gmail.GmailError("This Gmail authorization link expired or was already used. Start again.")
         row.consumed_at = timezone.now()
         row.save(update_fields=["consumed_at"])
+        purpose = row.purpose
     tokens = gmail.exchange_code(code=code, redirect_uri=redirect_uri)
     email = gmail.profile_email(tokens["access_token"])
     account, _ = GmailAccount.objects.get_or_create(user=user)
@@ -156,11 +160,28 @@ def gmail_account_connect(*, user, state: str, code: str, redirect_uri: str) -> 
     account.access_token = tokens["access_token"]
     account.refresh_token = tokens.get("refresh_token") or account.refresh_token
     account.token_expires_at = timezone.now() + timedelta(seconds=int(tokens.get("expires_in", 3600)))
-    account.scopes = tokens.get("scope", "")
+    # With include_granted_scopes the answer lists every scope granted so far, not only the new ones.
+    account.scopes = tokens.get("scope", "") or account.scopes
+    # Acting is on only when the user asked for it now and Google granted it (the consent
+    # screen lets a user untick a scope); a read-only reconnect leaves the switches as they were.
+    # A switch stays on only while Google still grants its scopes (a revoked grant loses them).
+    if purpose == "gmail_actions" or not gmail.has_scopes(account, gmail.GMAIL_ACT_SCOPES):
+        account.act_in_gmail = gmail.has_scopes(account, gmail.GMAIL_ACT_SCOPES)
+    if purpose == "calendar_actions" or not gmail.has_scopes(account, gmail.CALENDAR_SCOPES):
+        account.act_in_calendar = gmail.has_scopes(account, gmail.CALENDAR_SCOPES)
     account.status = GmailAccount.Status.CONNECTED
     account.status_detail = ""
     account.save()
     return account
+
+
+def gmail_actions_turn_off(*, user, purpose: str) -> int:
+    """The user no longer lets the assistant act in Gmail (or their calendar). The grant stays
+    (reading for memory uses it); the assistant's actions go back to recorded-only."""
+    field = {"gmail_actions": "act_in_gmail", "calendar_actions": "act_in_calendar"}.get(purpose)
+    if field is None:
+        raise gmail.GmailError(f"Unknown Google permission {purpose!r}.")
+    return GmailAccount.objects.filter(user=user).update(**{field: False})
 
 
 def gmail_account_disconnect(*, user) -> int:

@@ -15,4 +15,5 @@ urlpatterns = [
     path("gmail/connect", views.gmail_connect, name="gmail-connect"),
     path("gmail/callback", views.gmail_callback, name="gmail-callback"),
     path("gmail/disconnect", views.gmail_disconnect, name="gmail-disconnect"),
+    path("gmail/actions-off", views.gmail_actions_off, name="gmail-actions-off"),
 ]

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -170,7 +170,11 @@ def gmail_connect(request):
     if not gmail.configured():
         messages.error(request, "Gmail is not set up on this server (GMAIL_CLIENT_ID and GMAIL_CLIENT_SECRET).")
         return redirect(_own_fs_url(request.user))
-    return redirect(services.gmail_connect_start(user=request.user, redirect_uri=_redirect_uri(request)))
+    purpose = request.POST.get("purpose", "read")
+    if purpose not in gmail.PURPOSES:
+        return HttpResponseBadRequest("Unknown Google permission.")
+    return redirect(services.gmail_connect_start(user=request.user, redirect_uri=_redirect_uri(request),
+                                                 purpose=purpose))
 
 
 @login_required
@@ -198,4 +202,18 @@ def gmail_disconnect(request):
         raise Http404("Memory belongs to team members.")
     services.gmail_account_disconnect(user=request.user)
     messages.success(request, "Gmail disconnected: its tokens were deleted.")
+    return redirect(_own_fs_url(request.user))
+
+
+@login_required
+@require_POST
+def gmail_actions_off(request):
+    """Turn off "let the assistant act in Gmail" (or calendar actions): back to recorded-only."""
+    if not permissions.can_connect_gmail(request.user):
+        raise Http404("Memory belongs to team members.")
+    purpose = request.POST.get("purpose", "")
+    if purpose not in ("gmail_actions", "calendar_actions"):
+        return HttpResponseBadRequest("Unknown Google permission.")
+    services.gmail_actions_turn_off(user=request.user, purpose=purpose)
+    messages.success(request, "The assistant no longer acts there: its actions are recorded, not sent.")
     return redirect(_own_fs_url(request.user))

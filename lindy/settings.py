@@ -211,7 +211,8 @@ else:
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "lindy")
 LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
     "channels": ["channels_app.tasks.debounce_fire", "channels_app.tasks.debounce_recover"],
-    "agent": ["channels_app.tasks.bundle_dispatch", "agent.tasks.agent_run", "validator.tasks.agent_run"],
+    "agent": ["channels_app.tasks.bundle_dispatch", "agent.tasks.agent_run", "validator.tasks.agent_run",
+              "agent.tasks.outbox_resume"],
     "hydration": ["hydration.tasks.hydrate"],
     "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell"],
 }
@@ -398,3 +399,14 @@ GOOGLE_OAUTH_TOKEN_URL = os.environ.get("GOOGLE_OAUTH_TOKEN_URL", "https://oauth
 
 # How many cells of a validator eval matrix run at once (each makes one model call per case).
 VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))
+GOOGLE_CALENDAR_API_BASE_URL = os.environ.get("GOOGLE_CALENDAR_API_BASE_URL", "https://www.googleapis.com")
+# Live Gmail/Calendar actions: each HTTP call's timeout, and the time one action may spend retrying
+# 429/5xx answers (honouring Retry-After) before it is left "not confirmed" for the resume sweep.
+LINDY_ACTION_HTTP_TIMEOUT = float(os.environ.get("LINDY_ACTION_HTTP_TIMEOUT", 20))
+LINDY_ACTION_RETRY_BUDGET_SECONDS = float(os.environ.get("LINDY_ACTION_RETRY_BUDGET_SECONDS", 30))
+LINDY_ACTION_MAX_TRIES = int(os.environ.get("LINDY_ACTION_MAX_TRIES", 5))
+# A live action still "not confirmed" this long after its last attempt is resumed (checked with the
+# provider first, then done) by agent.tasks.outbox_resume.
+LINDY_ACTION_RESUME_AFTER_SECONDS = int(os.environ.get("LINDY_ACTION_RESUME_AFTER_SECONDS", 300))
+# ... and one still not confirmed this long after it was asked for is only looked for, never done.
+LINDY_ACTION_GIVE_UP_HOURS = int(os.environ.get("LINDY_ACTION_GIVE_UP_HOURS", 24))

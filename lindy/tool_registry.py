@@ -128,7 +128,7 @@ TOOLS: dict[str, Tool] = {
         Tool("post_slack_message", "Post a message in a Slack channel.", THIRD_PARTY,
              _schema({"channel": _STR, "text": _STR}, ["channel", "text"]), roles={"channel": CHANNEL}),
         # Destructive.
-        Tool("delete_email", "Delete an email permanently.", DESTRUCTIVE,
+        Tool("delete_email", "Delete an email (moved to the trash; Gmail erases it after 30 days).", DESTRUCTIVE,
              _schema({"message_id": _STR}, ["message_id"]), roles={"message_id": ITEM_ID}),
         Tool("delete_calendar_event", "Delete a calendar event (attendees are notified).", DESTRUCTIVE,
              _schema({"event_id": _STR}, ["event_id"]), roles={"event_id": ITEM_ID}),
@@ -233,7 +233,7 @@ def describe(tool_name: str, arguments: dict) -> str:
         f"to {a.get('end', '')} with {listed('attendees') if a.get('attendees') else 'only you'}",
         "send_calendar_invite": lambda: f"Invite {listed('attendees')} to event {a.get('event_id', '')}",
         "post_slack_message": lambda: f"Post in Slack channel {a.get('channel', '')}",
-        "delete_email": lambda: f"Delete email {a.get('message_id', '')} permanently",
+        "delete_email": lambda: f"Delete email {a.get('message_id', '')} (to the trash)",
         "delete_calendar_event": lambda: f"Delete calendar event {a.get('event_id', '')}",
         "pay_invoice": lambda: f"Pay {a.get('amount', '')} {a.get('currency', '')} to {a.get('payee', '')} "
         f"for invoice {a.get('invoice_id', '')}",

@@ -28,8 +28,8 @@ class ActionRunner(Protocol):
     def execute(self, decision) -> Execution:
         """Run the decision's action once. Never raises: a failure is an Execution with ok=False."""
 
-    def recorded_only(self, tool: str, team_ids: list[int]) -> bool:
-        """True when running this tool for these teams only writes it down (nothing leaves)."""
+    def recorded_only(self, tool: str, team_ids: list[int], user=None) -> bool:
+        """True when running this tool for these teams and this user only writes it down."""
 
     def continue_task(self, task_id: int) -> None:
         """Let the assistant continue the task with the user's newest instruction (in the background)."""

@@ -210,6 +210,12 @@ def decision_mark_executed(*, decision: Decision, result: dict) -> Decision:
     return decision
 
 
+def decision_result_update(*, decision_id: int, result: dict) -> None:
+    """A later word on an executed action (a live action confirmed by the resume sweep, after
+    its first attempt ended unconfirmed): the result changes, the decision's outcome does not."""
+    Decision.objects.filter(pk=decision_id).update(execution_result=result, executed_at=timezone.now())
+
+
 def _claim(*, decision_id: int, user, status: str) -> Decision:
     """Move a blocked decision to `status`, once. The conditional update is the lock: of two
     concurrent clicks exactly one matches `status=blocked`."""

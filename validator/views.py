@@ -48,7 +48,7 @@ def blocked_list(request):
 
 def _recorded_only(decision: Decision) -> bool:
     try:
-        return runner.get().recorded_only(decision.tool, [decision.team_id])
+        return runner.get().recorded_only(decision.tool, [decision.team_id], decision.user)
     except runner.NoRunner:
         return True
 

@@ -1,5 +1,6 @@
-"""The recorded outbox: actions with no live integration configured are written down, with
-everything needed to replay them, and reported to the agent as recorded (not as sent)."""
+"""The recorded outbox: actions with no live integration configured (payments, external file
+shares; Gmail and Calendar until the user lets the assistant act there) are written down, with
+everything needed to replay them, and reported to the agent as recorded, not sent."""
 
 from __future__ import annotations
 

@@ -1,17 +1,21 @@
 """Gmail, for user file systems only: the messages that arrived since the last run, through
-the Gmail API (list with `q=after:`, then each message)."""
+the Gmail API (list with `q=after:`, then each message).
+
+The list has no label filter, so the user's own sent mail comes too (Gmail leaves out only
+spam and trash), including what the assistant sent for them: marked as the owner's words
+(`_Senders`), it is what the validator's standing-permission rule and email drafting read
+(selectors.sent_mail)."""
 
 from __future__ import annotations
 
-import base64
-import html
-import re
 from datetime import UTC, datetime
 from email.utils import parseaddr
 
 from lindy.models import User
 
 from ..gmail import GmailClient, GmailDisconnected
+from ..gmail import body_text as _body
+from ..gmail import headers_of as _headers
 from ..models import GmailAccount, Item
 from .base import Fetched, NotConnected, Source, SourceItem
 
@@ -19,35 +23,6 @@ PAGE_SIZE = 500  # the most messages.list returns per page
 MAX_MESSAGES = 500  # fetched (one request each) per run
 MAX_LISTED = 20_000  # ids listed per run to find the oldest not yet taken
 MAX_BODY_CHARS = 8000
-_TAGS = re.compile(r"<[^>]+>")
-
-
-def _decode(data: str) -> str:
-    padded = data + "=" * (-len(data) % 4)
-    return base64.urlsafe_b64decode(padded.encode()).decode("utf-8", errors="replace")
-
-
-def _body(payload: dict) -> str:
-    """The text/plain part, else text/html stripped of tags."""
-    plain, rich = [], []
-
-    def walk(part: dict) -> None:
-        mime = part.get("mimeType", "")
-        data = (part.get("body") or {}).get("data")
-        if data and mime == "text/plain":
-            plain.append(_decode(data))
-        elif data and mime == "text/html":
-            rich.append(html.unescape(_TAGS.sub(" ", _decode(data))))
-        for child in part.get("parts") or []:
-            walk(child)
-
-    walk(payload)
-    text = "\n".join(plain) if plain else "\n".join(rich)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
-def _headers(payload: dict) -> dict[str, str]:
-    return {h.get("name", "").lower(): h.get("value", "") for h in payload.get("headers") or []}
 
 
 def _address(text: str) -> str:

@@ -45,7 +45,7 @@ def test_the_user_sees_their_own_outbox_with_recorded_entries_marked(cast, djang
         response = client.get("/validator/outbox/")
     html = response.content.decode()
     assert response.status_code == 200 and html.count("data-outbox=") == 4
-    assert 'data-status="recorded"' in html and "Recorded — not sent" in html
+    assert 'data-status="recorded"' in html and "Recorded, not sent" in html
     assert 'data-integration="Email (Gmail)" data-live="no"' in html and "not sent" in html
     assert "Send an email to jane@initech.test" in html and "Signed &lt;b&gt;today&lt;/b&gt;." in html
     assert f'href="/tasks/{task.pk}/"' in html

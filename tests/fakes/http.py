@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class Recorded:
     query: dict
     headers: dict
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when it arrived, for back-off assertions
 
     @property
     def json(self):
@@ -98,8 +100,6 @@ class FakeServer:
                     fake.requests.append(recorded)
                 reply = fake._next_reply(recorded)
                 if reply.delay:
-                    import time
-
                     time.sleep(reply.delay)
                 body = reply.body
                 content_type = "application/json"

@@ -39,6 +39,8 @@ CASES = [
     Case("hydration/gmail/connect", "POST", "/hydration/gmail/connect", MEMORY_USER_REDIRECT, json=False),
     Case("hydration/gmail/callback", "GET", "/hydration/gmail/callback", MEMORY_USER_REDIRECT),
     Case("hydration/gmail/disconnect", "POST", "/hydration/gmail/disconnect", MEMORY_USER_REDIRECT, json=False),
+    Case("hydration/gmail/actions-off", "POST", "/hydration/gmail/actions-off", MEMORY_USER_REDIRECT,
+         body={"purpose": "gmail_actions"}, json=False),
     Case("api/hydration/filesystems/<fs_id>/sources", "GET", fill("/api/hydration/filesystems/{team_fs}/sources"),
          MEMORY_READ_API),
     Case("api/hydration/filesystems/<fs_id>/sources/<source>", "PUT",

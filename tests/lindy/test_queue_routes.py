@@ -24,6 +24,8 @@ EXPECTED = {
     "channels_app.tasks.debounce_recover": "channels",
     "agent.tasks.agent_run": "agent",
     "validator.tasks.agent_run": "agent",
+    # It calls Gmail and Calendar (with retries): agent work, never ahead of the debounce.
+    "agent.tasks.outbox_resume": "agent",
     "hydration.tasks.hydrate": "hydration",
     "router.tasks.eval_run": "evals",
     "router.tasks.guardrails_check": "evals",

@@ -65,5 +65,5 @@ def test_user_authorizes_a_blocked_action_once_and_an_admin_cannot(browser_page,
     assert "Recorded, not sent" in page.locator("[data-execution]").inner_text()
     page.click("[data-execution] a")
     row = page.locator("tr[data-outbox]")
-    assert row.count() == 1 and "Recorded — not sent" in row.inner_text()
+    assert row.count() == 1 and "Recorded, not sent" in row.inner_text()
     assert "no live integration" in page.locator("[data-integration='Email (Gmail)']").inner_text()

@@ -1,0 +1,158 @@
+"""Live Google Calendar actions with the user's own grant (events on the primary calendar):
+create an event, invite people to one, delete one. Attendees are notified (sendUpdates=all).
+
+Exactly once without guessing: a created event's id is chosen by us from the execution key
+(Calendar accepts client ids in base32hex), so `find` is a GET of that id and a replayed insert
+answers 409. An invite adds only attendees not on the event yet; a delete of an event already
+gone (410) is done.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from datetime import date, datetime
+
+from django.conf import settings
+
+from hydration import gmail as hydration_gmail
+from hydration.models import GmailAccount
+
+from .execution import Disconnected, Done, Rejected, drive, run_once
+from .google_api import Session, reconnect_text
+
+ADAPTER = "google_calendar"
+TOOLS = frozenset({"create_calendar_event", "send_calendar_invite", "delete_calendar_event"})
+
+
+def _events(path: str = "") -> str:
+    base = f"{settings.GOOGLE_CALENDAR_API_BASE_URL.rstrip('/')}/calendar/v3/calendars/primary/events"
+    return f"{base}/{path}" if path else base
+
+
+def event_id(key: str) -> str:
+    """A Calendar event id for an execution key: base32hex (a-v, 0-9), 5 to 1024 characters."""
+    return base64.b32hexencode(hashlib.sha256(key.encode()).digest()).decode().lower().rstrip("=")
+
+
+def when(value: str, name: str) -> dict:
+    """An ISO date ("2026-12-03": all day) or date-time; a time without an offset is read in
+    the product's time zone."""
+    text = (value or "").strip()
+    try:
+        if len(text) == 10:
+            return {"date": date.fromisoformat(text).isoformat()}
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise Rejected(f"{name} {value!r} is not an ISO date or date-time (e.g. 2026-12-03T15:00:00+01:00).") from None
+    if moment.tzinfo is None:
+        return {"dateTime": moment.isoformat(), "timeZone": settings.TIME_ZONE}
+    return {"dateTime": moment.isoformat()}
+
+
+class CalendarAction:
+    adapter = ADAPTER
+
+    def __init__(self, account: GmailAccount, arguments: dict):
+        self.account = account
+        self.arguments = arguments
+        self.session = Session(account, "Google Calendar")
+
+    def wait(self, reason: str) -> None:
+        self.session.wait(reason)
+
+    def done(self, event: dict, summary: str) -> Done:
+        return Done(provider_id=event.get("id", ""), link=event.get("htmlLink", ""), summary=summary,
+                    data={"attendees": [a.get("email") for a in event.get("attendees") or []]})
+
+    def event(self, event_id: str, what: str) -> dict | None:
+        response = self.session.request("GET", _events(event_id), replay_safe=True)
+        if response.status_code in (404, 410):
+            return None
+        found = self.session.check(response, what)
+        return None if found.get("status") == "cancelled" else found
+
+    def find(self, entry) -> Done | None:
+        return None
+
+    def perform(self, entry) -> Done:
+        raise NotImplementedError
+
+
+class CreateEvent(CalendarAction):
+    def find(self, entry):
+        found = self.event(event_id(entry.execution_key), "the event check")
+        return self.done(found, "created (found in Calendar after an unconfirmed attempt)") if found else None
+
+    def perform(self, entry):
+        a = self.arguments
+        start, end = when(a["start"], "start"), when(a["end"], "end")
+        body = {"id": event_id(entry.execution_key), "summary": a["title"], "start": start, "end": end,
+                "attendees": [{"email": email} for email in a.get("attendees") or []]}
+        response = self.session.request("POST", _events(), params={"sendUpdates": "all"}, json=body, replay_safe=True)
+        if response.status_code == 409:  # our id exists: an earlier try of this very execution made it
+            found = self.find(entry)
+            if found is not None:
+                return found
+        invited = f", invitations sent to {', '.join(a['attendees'])}" if a.get("attendees") else ""
+        return self.done(self.session.check(response, "creating the event"), f"event created{invited}")
+
+
+class InviteToEvent(CalendarAction):
+    def perform(self, entry):
+        a = self.arguments
+        current = self.event(a["event_id"], "the event")
+        if current is None:
+            raise Rejected(f"Google Calendar has no event {a['event_id']!r}.")
+        present = {(x.get("email") or "").casefold() for x in current.get("attendees") or []}
+        new = [email for email in a["attendees"] if email.casefold() not in present]
+        if not new:  # an earlier try added them: nobody is invited twice
+            return self.done(current, "already invited")
+        attendees = [*(current.get("attendees") or []), *({"email": email} for email in new)]
+        response = self.session.request("PATCH", _events(a["event_id"]), params={"sendUpdates": "all"},
+                                        json={"attendees": attendees}, replay_safe=True)
+        return self.done(self.session.check(response, "inviting to the event"), f"invited {', '.join(new)}")
+
+
+class DeleteEvent(CalendarAction):
+    def perform(self, entry):
+        a = self.arguments
+        response = self.session.request("DELETE", _events(a["event_id"]), params={"sendUpdates": "all"},
+                                        replay_safe=True)
+        if response.status_code == 410:
+            return Done(provider_id=a["event_id"], summary="already deleted")
+        self.session.check(response, "deleting the event")
+        return Done(provider_id=a["event_id"], summary="deleted (attendees notified)")
+
+
+ACTIONS: dict[str, type[CalendarAction]] = {
+    "create_calendar_event": CreateEvent, "send_calendar_invite": InviteToEvent,
+    "delete_calendar_event": DeleteEvent,
+}
+
+
+def live(account: GmailAccount | None) -> bool:
+    return bool(account and account.act_in_calendar and hydration_gmail.configured())
+
+
+def run(ctx, tool: str, arguments: dict, result_cls):
+    account = GmailAccount.objects.filter(user=ctx.user).first()
+    if account is None:
+        raise Disconnected(reconnect_text("Google Calendar"))
+    action = ACTIONS[tool](account, arguments)
+    try:
+        return run_once(ctx, tool, arguments, action, result_cls)
+    finally:
+        action.session.close()
+
+
+def resume(entry, result_cls, *, last_chance: bool = False):
+    """Drive a pending entry again (its key is stored): asks Google Calendar before redoing anything."""
+    account = GmailAccount.objects.filter(user_id=entry.user_id).first()
+    if account is None:
+        raise Disconnected(reconnect_text("Google Calendar"))
+    action = ACTIONS[entry.tool](account, entry.arguments)
+    try:
+        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
+    finally:
+        action.session.close()

@@ -1,0 +1,281 @@
+"""Live Gmail actions with the user's own grant: send, reply (threaded), forward, archive, trash,
+and drafts (create or update). MIME is built with the standard library's `email` package.
+
+Every action runs through execution.run_once. A sent message and a created draft carry an
+`X-Lindy-Execution` header (and a Message-ID) derived from the execution key: after an unknown
+outcome, `find` lists the user's recent sent mail (or drafts) and reads that header, so the
+message is never sent twice. Archive, trash and a draft update are harmless to repeat.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+from email.message import EmailMessage
+from email.utils import formatdate, getaddresses, parseaddr
+
+from django.conf import settings
+
+from hydration import gmail as hydration_gmail
+from hydration.models import GmailAccount
+
+from .execution import Disconnected, Done, Rejected, drive, run_once, token
+from .google_api import Session, reconnect_text
+
+ADAPTER = "gmail"
+HEADER = "X-Lindy-Execution"
+FIND_LIMIT = 50  # recent sent messages (or drafts) read when checking for an earlier attempt
+TOOLS = frozenset({"send_email", "reply_to_email", "forward_email", "archive_email", "delete_email", "draft_email"})
+
+
+def _api(path: str) -> str:
+    return f"{settings.GMAIL_API_BASE_URL.rstrip('/')}/gmail/v1/users/me/{path.lstrip('/')}"
+
+
+def message_link(message_id: str) -> str:
+    return f"https://mail.google.com/mail/u/0/#all/{message_id}"
+
+
+def build_message(*, sender: str, key: str, to: list[str], subject: str, body: str, cc=(), bcc=(),
+                  in_reply_to: str = "", references: str = "") -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = ", ".join(to)
+    if cc:
+        message["Cc"] = ", ".join(cc)
+    if bcc:
+        message["Bcc"] = ", ".join(bcc)  # Gmail delivers to Bcc and strips the header
+    message["Subject"] = subject
+    message["Date"] = formatdate(usegmt=True)
+    domain = sender.rpartition("@")[2] or "lindy.invalid"
+    message["Message-ID"] = f"<lindy.{token(key)}@{domain}>"
+    message[HEADER] = token(key)
+    if in_reply_to:
+        message["In-Reply-To"] = in_reply_to
+        message["References"] = references or in_reply_to
+    message.set_content(body)
+    return message
+
+
+def raw(message: EmailMessage) -> str:
+    return base64.urlsafe_b64encode(message.as_bytes()).decode()
+
+
+class GmailAction:
+    """One Gmail action for one account; subclasses say what `perform` does."""
+
+    adapter = ADAPTER
+    replay_safe = False  # can perform run again after an unknown outcome without harm?
+
+    def __init__(self, account: GmailAccount, arguments: dict):
+        self.account = account
+        self.arguments = arguments
+        self.session = Session(account, "Gmail")
+
+    def wait(self, reason: str) -> None:
+        self.session.wait(reason)
+
+    def get(self, path: str, what: str, params=None) -> dict:
+        return self.session.check(self.session.request("GET", _api(path), params=params, replay_safe=True), what)
+
+    def post(self, path: str, what: str, body: dict, *, method: str = "POST") -> dict:
+        response = self.session.request(method, _api(path), json=body, replay_safe=self.replay_safe)
+        return self.session.check(response, what)
+
+    def find(self, entry) -> Done | None:
+        return None
+
+    def perform(self, entry) -> Done:
+        raise NotImplementedError
+
+    def _marked(self, message: dict, key: str) -> bool:
+        headers = hydration_gmail.headers_of(message.get("payload") or {})
+        return headers.get(HEADER.lower()) == token(key)
+
+    def find_sent(self, entry) -> Done | None:
+        """The message an earlier attempt sent, if Gmail has it: recent sent mail with our header."""
+        after = int((entry.created_at - timedelta(minutes=2)).timestamp())
+        listing = self.get("messages", "the sent-mail check",
+                           {"q": f"in:sent after:{after}", "maxResults": FIND_LIMIT})
+        for ref in listing.get("messages") or []:
+            message = self.get(f"messages/{ref['id']}", "the sent-mail check",
+                               {"format": "metadata", "metadataHeaders": [HEADER, "Message-ID"]})
+            if self._marked(message, entry.execution_key):
+                return self.sent(message, "sent (found in Gmail after an unconfirmed attempt)")
+        return None
+
+    def sent(self, message: dict, summary: str) -> Done:
+        return Done(provider_id=message["id"], link=message_link(message["id"]), summary=summary,
+                    data={"thread_id": message.get("threadId", "")})
+
+    def send(self, message: EmailMessage, summary: str, thread_id: str = "") -> Done:
+        body = {"raw": raw(message)}
+        if thread_id:
+            body["threadId"] = thread_id
+        return self.sent(self.post("messages/send", "sending the email", body), summary)
+
+
+class SendEmail(GmailAction):
+    def find(self, entry):
+        return self.find_sent(entry)
+
+    def perform(self, entry):
+        a = self.arguments
+        message = build_message(sender=self.account.email, key=entry.execution_key, to=a["to"], cc=a.get("cc") or (),
+                                bcc=a.get("bcc") or (), subject=a["subject"], body=a["body"])
+        return self.send(message, "sent")
+
+
+def _address(text: str) -> str:
+    return parseaddr(text or "")[1].casefold()
+
+
+class ReplyToEmail(GmailAction):
+    """A reply in the thread: threadId on the send, In-Reply-To and References from the last
+    message, to whoever wrote it (or, if the user wrote it, to whom they wrote)."""
+
+    def find(self, entry):
+        return self.find_sent(entry)
+
+    def perform(self, entry):
+        a = self.arguments
+        thread = self.get(f"threads/{a['thread_id']}", "the thread",
+                          {"format": "metadata",
+                           "metadataHeaders": ["From", "To", "Cc", "Reply-To", "Subject", "Message-ID", "References"]})
+        messages = thread.get("messages") or []
+        if not messages:
+            raise Rejected(f"Gmail thread {a['thread_id']} has no messages to reply to.")
+        last = hydration_gmail.headers_of(messages[-1].get("payload") or {})
+        own = _address(self.account.email)
+        if _address(last.get("from", "")) == own:
+            to = [addr for _, addr in getaddresses([last.get("to", "")]) if addr]
+        else:
+            to = [parseaddr(last.get("reply-to") or last.get("from", ""))[1]]
+        to = [addr for addr in to if addr and addr.casefold() != own]
+        if not to:
+            raise Rejected(f"Nobody to reply to in Gmail thread {a['thread_id']}.")
+        subject = last.get("subject", "")
+        if not subject.lower().startswith("re:"):
+            subject = f"Re: {subject}".strip()
+        message_id = last.get("message-id", "")
+        references = " ".join(filter(None, [last.get("references", ""), message_id]))
+        message = build_message(sender=self.account.email, key=entry.execution_key, to=to, cc=a.get("cc") or (),
+                                subject=subject, body=a["body"], in_reply_to=message_id, references=references)
+        return self.send(message, f"replied to {', '.join(to)} in the thread", thread_id=a["thread_id"])
+
+
+class ForwardEmail(GmailAction):
+    def find(self, entry):
+        return self.find_sent(entry)
+
+    def perform(self, entry):
+        a = self.arguments
+        original = self.get(f"messages/{a['message_id']}", "the email to forward", {"format": "full"})
+        payload = original.get("payload") or {}
+        headers = hydration_gmail.headers_of(payload)
+        subject = headers.get("subject", "")
+        quoted = "\n".join([
+            "---------- Forwarded message ---------",
+            f"From: {headers.get('from', '')}", f"Date: {headers.get('date', '')}",
+            f"Subject: {subject}", f"To: {headers.get('to', '')}", "",
+            hydration_gmail.body_text(payload) or original.get("snippet", ""),
+        ])
+        body = f"{a.get('note') or ''}\n\n{quoted}".lstrip()
+        message = build_message(sender=self.account.email, key=entry.execution_key, to=a["to"],
+                                subject=subject if subject.lower().startswith("fwd:") else f"Fwd: {subject}", body=body)
+        return self.send(message, f"forwarded to {', '.join(a['to'])}")
+
+
+class ArchiveEmail(GmailAction):
+    replay_safe = True
+
+    def perform(self, entry):
+        message = self.post(f"messages/{self.arguments['message_id']}/modify", "archiving the email",
+                            {"removeLabelIds": ["INBOX"]})
+        return self.sent(message, "archived (out of the inbox, still in All Mail)")
+
+
+class TrashEmail(GmailAction):
+    replay_safe = True
+
+    def perform(self, entry):
+        message = self.post(f"messages/{self.arguments['message_id']}/trash", "moving the email to the trash", {})
+        return self.sent(message, "moved to the trash (Gmail deletes it after 30 days)")
+
+
+class SaveDraft(GmailAction):
+    """Create a draft, or replace draft `draft_id` (drafts.update) — for the assistant's
+    draft_email and for email drafting. A draft in a thread carries the reply headers."""
+
+    def __init__(self, account, arguments):
+        super().__init__(account, arguments)
+        self.replay_safe = bool(arguments.get("draft_id"))  # an update with the full message repeats harmlessly
+
+    def find(self, entry):
+        if self.arguments.get("draft_id"):
+            return None
+        listing = self.get("drafts", "the drafts check", {"maxResults": FIND_LIMIT})
+        for ref in listing.get("drafts") or []:
+            draft = self.get(f"drafts/{ref['id']}", "the drafts check", {"format": "metadata"})
+            if self._marked(draft.get("message") or {}, entry.execution_key):
+                return self.drafted(draft, "draft saved (found in Gmail after an unconfirmed attempt)")
+        return None
+
+    def drafted(self, draft: dict, summary: str) -> Done:
+        message = draft.get("message") or {}
+        return Done(provider_id=draft["id"], link=message_link(message.get("id", "")), summary=summary,
+                    data={"draft_id": draft["id"], "message_id": message.get("id", ""),
+                          "thread_id": message.get("threadId", "")})
+
+    def perform(self, entry):
+        a = self.arguments
+        message = build_message(sender=self.account.email, key=entry.execution_key, to=a.get("to") or [],
+                                cc=a.get("cc") or (), subject=a.get("subject", ""), body=a.get("body", ""),
+                                in_reply_to=a.get("in_reply_to", ""), references=a.get("references", ""))
+        body: dict = {"message": {"raw": raw(message)}}
+        if a.get("thread_id"):
+            body["message"]["threadId"] = a["thread_id"]
+        if a.get("draft_id"):
+            draft = self.post(f"drafts/{a['draft_id']}", "updating the draft", {"id": a["draft_id"], **body},
+                              method="PUT")
+            return self.drafted(draft, "draft updated (nothing sent)")
+        return self.drafted(self.post("drafts", "saving the draft", body), "draft saved (nothing sent)")
+
+
+ACTIONS: dict[str, type[GmailAction]] = {
+    "send_email": SendEmail, "reply_to_email": ReplyToEmail, "forward_email": ForwardEmail,
+    "archive_email": ArchiveEmail, "delete_email": TrashEmail, "draft_email": SaveDraft,
+}
+
+
+def account_for(user) -> GmailAccount | None:
+    return GmailAccount.objects.filter(user=user).first()
+
+
+def live(account: GmailAccount | None) -> bool:
+    """Does the user let the assistant act in Gmail? (A revoked grant stays live here: its
+    actions fail with "reconnect Gmail" instead of quietly becoming recorded-only.)"""
+    return bool(account and account.act_in_gmail and hydration_gmail.configured())
+
+
+def run(ctx, tool: str, arguments: dict, result_cls):
+    account = account_for(ctx.user)
+    if account is None:
+        raise Disconnected(reconnect_text("Gmail"))  # adapter_for only routes here with an account
+    action = ACTIONS[tool](account, arguments)
+    try:
+        return run_once(ctx, tool, arguments, action, result_cls)
+    finally:
+        action.session.close()
+
+
+def resume(entry, result_cls, *, last_chance: bool = False):
+    """Drive a pending entry again (its key is stored): asks Gmail before redoing anything."""
+    account = GmailAccount.objects.filter(user_id=entry.user_id).first()
+    if account is None:
+        raise Disconnected(reconnect_text("Gmail"))
+    action = ACTIONS[entry.tool](account, entry.arguments)
+    try:
+        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
+    finally:
+        action.session.close()
