@@ -46,7 +46,7 @@ from .providers import anthropic as anthropic_provider
 from .providers import offline as offline_provider
 from .providers import openai_compat
 from .routing import Assignment
-from .types import Completion, CompletionRequest, ModelError, ProviderReply, Usage
+from .types import Completion, CompletionRequest, ModelError, ProviderReply, Transcription, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +182,48 @@ def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderR
     if len(json.dumps(payload, default=str)) > MAX_SAMPLE_BYTES:
         return
     CallSample.objects.create(call=record, request=json.loads(json.dumps(payload, default=str)), response=answer)
+
+
+def transcribe(*, route: str, audio: bytes, filename: str = "", mime_type: str = "", user=None,
+               team=None) -> Transcription:
+    """Speech to text on `route`'s target: an OpenAI-compatible host's /audio/transcriptions, or
+    the offline stand-in. Recorded like every call (no tokens: audio is billed by the second,
+    which the call's latency and the provider's own invoice show). Raises ModelError."""
+    target = routing.assign(route, user).target
+    provider = "offline" if offline_mode() else target.provider
+    model = OFFLINE_MODEL if provider == "offline" else target.model
+    if provider != "offline":
+        budgets.take_or_wait(target.host or provider, tokens=0, max_wait=budgets.default_wait())
+    started = time.monotonic()
+    text, error = "", ""
+    try:
+        with budgets.route_slot(route):
+            if provider == "offline":
+                text = offline_provider.transcribe(audio=audio, filename=filename, mime_type=mime_type)
+            elif provider == "openai":
+                text = openai_compat.transcribe(audio=audio, filename=filename, mime_type=mime_type, model=model,
+                                                target=target)
+            else:
+                raise ModelError(f"Target {target.name} ({provider}) cannot transcribe audio: give route {route!r} "
+                                 "an OpenAI-compatible target with a speech model.")
+    except budgets.BudgetExhausted:
+        raise
+    except ModelError as exc:
+        error = str(exc)
+    except Exception as exc:  # recorded, then surfaced as ModelError like a completion's
+        logger.exception("transcription on route %s failed", route)
+        error = f"{type(exc).__name__}: {exc}"
+    latency_ms = int((time.monotonic() - started) * 1000)
+    served_by_target = provider == target.provider
+    record = ModelCall.objects.create(
+        route=route, user=user if getattr(user, "pk", None) else None, team=team,
+        target_id=target.id if served_by_target else None, provider=provider, model=model,
+        arm="baseline", latency_ms=latency_ms, stop_reason="" if error else "end_turn", error=error,
+    )
+    if error:
+        raise ModelError(error)
+    return Transcription(route=route, text=text.strip(), provider=provider, model=model, call_id=record.pk,
+                         latency_ms=latency_ms)
 
 
 def count_tokens(*, text: str, route: str = "memory.count_tokens", user=None) -> tuple[int, bool]:
