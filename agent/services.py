@@ -46,6 +46,10 @@ def _message_text(message: dict) -> str:
         if isinstance(attachment, dict) and attachment.get("kind") == "voice_memo":
             parts.append(_voice_memo_text(attachment))
             continue
+        if isinstance(attachment, dict) and attachment.get("kind") == "photo":
+            # The number the model sees next to the image itself (agent.loop, channels_app.images).
+            parts.append(f"[photo #{attachment.get('id')}: {attachment.get('filename') or 'image'}]")
+            continue
         if isinstance(attachment, dict):
             label = attachment.get("name") or attachment.get("filename") or attachment.get("url") or "file"
         else:

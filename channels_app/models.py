@@ -276,6 +276,10 @@ class InboundAttachment(models.Model):
     def is_audio(self) -> bool:
         return self.mime_type.lower().startswith("audio/")
 
+    @property
+    def is_image(self) -> bool:
+        return self.mime_type.lower().startswith("image/")
+
     def as_reference(self) -> dict:
         reference = {
             "id": self.pk, "filename": self.filename, "mime_type": self.mime_type,
@@ -285,6 +289,8 @@ class InboundAttachment(models.Model):
             reference["kind"] = "voice_memo"
             reference["transcript"] = self.transcript
             reference["transcription_error"] = self.transcription_error
+        elif self.is_image:
+            reference["kind"] = "photo"
         return reference
 
 

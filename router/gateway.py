@@ -112,6 +112,8 @@ def complete(
         raise TypeError("complete() needs messages= or a prompt= builder that returns them.")
     target = assignment.target
     provider = "offline" if offline_mode() else target.provider
+    if provider == "offline" or not target.accepts_images:
+        messages = images_as_text(messages)
     request = CompletionRequest(
         route=route, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
         max_tokens=max_tokens or assignment.max_tokens, cache=cache,
@@ -170,6 +172,27 @@ def complete(
         provider=provider, model=record.model, stop_reason=record.stop_reason,
         prompt_variant=variant, call_id=record.pk, latency_ms=latency_ms,
     )
+
+
+def images_as_text(messages: list[dict]) -> list[dict]:
+    """Image content blocks replaced by a text note, for a target that does not read images
+    (Target.accepts_images). The caller's label next to each image still says what it was."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and any(b.get("type") == "image" for b in content if isinstance(b, dict)):
+            content = [_image_note(b) if isinstance(b, dict) and b.get("type") == "image" else b for b in content]
+            message = {**message, "content": content}
+        out.append(message)
+    return out
+
+
+def _image_note(block: dict) -> dict:
+    source = block.get("source") or {}
+    size = len(source.get("data") or "") * 3 // 4  # base64 -> bytes
+    kind = source.get("media_type") or "image"
+    return {"type": "text", "text": f"[an image ({kind}, about {max(size // 1024, 1)} KB) is not shown: "
+                                    "the model serving this call does not read images]"}
 
 
 def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderReply) -> None:

@@ -97,8 +97,9 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     try:
         bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
         conversation = bundle.conversation
-        # Voice memos are transcribed before the hand-over: the agent reads the words, not a file name.
-        media.messages_transcribe(bundle.messages.prefetch_related("attachments"))
+        # Voice memos are transcribed and photos copied before the hand-over: the agent reads the
+        # words and sees the picture, not a file name.
+        media.messages_prepare(bundle.messages.prefetch_related("attachments"))
         messages = [
             _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
         ]

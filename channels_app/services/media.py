@@ -1,4 +1,5 @@
-"""What the agent is given of an attachment beyond its name: a voice memo's transcript.
+"""What the agent is given of an attachment beyond its name: a voice memo's transcript, a
+photo's own copy (shown to the model by channels_app.images).
 
 Voice memos are transcribed through the router (route `channels.transcribe`, registered in
 ChannelsAppConfig.ready): an OpenAI-compatible /audio/transcriptions target, or the offline
@@ -63,9 +64,16 @@ def attachment_transcribe(*, attachment_id: int) -> InboundAttachment | None:
     return attachment
 
 
-def messages_transcribe(messages) -> None:
-    """Transcribe every voice memo of these messages not transcribed yet (their attachments prefetched)."""
+def messages_prepare(messages) -> None:
+    """Before the hand-over (attachments prefetched): every voice memo transcribed, and every photo
+    copied off the provider's expiring URL if the store task has not done it yet, so the model can
+    see it now and weeks later. A photo that cannot be copied is named to the agent as such."""
     for message in messages:
         for attachment in message.attachments.all():
             if attachment.is_audio and attachment.transcribed_at is None:
                 attachment_transcribe(attachment_id=attachment.pk)
+            elif attachment.is_image and not attachment.stored_at:
+                try:
+                    attachment_store(attachment_id=attachment.pk)
+                except Exception as exc:  # the store task retries; the agent is told it is not shown
+                    logger.warning("photo %s could not be copied before the hand-over: %s", attachment.pk, exc)
