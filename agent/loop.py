@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
+from channels_app import selectors as channel_selectors
 from lindy import services
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
@@ -114,6 +117,23 @@ def _handle_call(
     return outcome.content[:MAX_TOOL_RESULT_CHARS], not outcome.ok
 
 
+def _opening_message(task: AgentTask) -> dict[str, object]:
+    """The task history, after the photos the user texted recently (images first, as the Messages
+    API advises), each under the number the history uses for it ("[photo #12: ...]")."""
+    history = prompts.history_message(task, task.events.order_by("seq"))
+    photos = channel_selectors.recent_photos(task.owner, days=settings.LINDY_AGENT_PHOTO_DAYS,
+                                             limit=settings.LINDY_AGENT_PHOTO_LIMIT)
+    if not photos:
+        return {"role": "user", "content": history}
+    blocks: list[dict] = [{"type": "text", "text": prompts.PHOTOS_INTRO}]
+    for photo in photos:
+        blocks.append({"type": "text", "text": photo.label})
+        if photo.block is not None:
+            blocks.append(photo.block)
+    blocks.append({"type": "text", "text": history})
+    return {"role": "user", "content": blocks}
+
+
 def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TURNS) -> RunResult:
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
@@ -121,7 +141,7 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     assignment = gateway.assign(ROUTE, user)
     system = prompts.system_prompt(user=user, team=team, memory_text=memory.text,
                                          variant=assignment.prompt_variant)
-    messages: list[dict[str, object]] = [{"role": "user", "content": prompts.history_message(task, task.events.order_by("seq"))}]
+    messages: list[dict[str, object]] = [_opening_message(task)]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
     agent_tools = registry.agent_tools()

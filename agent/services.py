@@ -45,12 +45,28 @@ def _message_text(message: dict) -> str:
     if message.get("reaction"):
         parts.append(f"[reacted {message['reaction']}]")
     for attachment in message.get("attachments") or []:
+        if isinstance(attachment, dict) and attachment.get("kind") == "voice_memo":
+            parts.append(_voice_memo_text(attachment))
+            continue
+        if isinstance(attachment, dict) and attachment.get("kind") == "photo":
+            # The number the model sees next to the image itself (agent.loop, channels_app.images).
+            parts.append(f"[photo #{attachment.get('id')}: {attachment.get('filename') or 'image'}]")
+            continue
         if isinstance(attachment, dict):
             label = attachment.get("name") or attachment.get("filename") or attachment.get("url") or "file"
         else:
             label = str(attachment)
         parts.append(f"[attachment: {label}]")
     return " ".join(p for p in parts if p)
+
+
+def _voice_memo_text(attachment: dict) -> str:
+    """The user's spoken words become their message; a failed transcription is said, never hidden."""
+    transcript = str(attachment.get("transcript") or "").strip()
+    if transcript:
+        return f"[voice memo, transcribed: {transcript}]"
+    error = str(attachment.get("transcription_error") or "not transcribed").strip()
+    return f"[voice memo: transcription failed: {error}]"
 
 
 def conversation_task(*, user, channel: str, conversation_ref: str, first_text: str) -> AgentTask:

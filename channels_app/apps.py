@@ -8,6 +8,7 @@ class ChannelsAppConfig(AppConfig):
     def ready(self):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
+        from router.routing import register_route
 
         # Register the Celery tasks in every process (web too): services queue them by name.
         from . import (
@@ -15,7 +16,11 @@ class ChannelsAppConfig(AppConfig):
             permissions,
             tasks,  # noqa: F401
         )
+        from .services.media import TRANSCRIBE_ROUTE
 
+        # Speech to text: no prompt to vary, so only the default variant (router.variants).
+        register_route(TRANSCRIBE_ROUTE, owner=self.label,
+                       description="Transcribes voice memos users text in (OpenAI-compatible /audio/transcriptions).")
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(
             navigation.NavItem("channel-health", "Channel health", "channel-health",

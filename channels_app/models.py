@@ -264,15 +264,34 @@ class InboundAttachment(models.Model):
     source_url = models.TextField()
     stored_path = models.CharField(max_length=500, blank=True)
     stored_at = models.DateTimeField(null=True, blank=True)
+    # Voice memos (audio/*): what the router's channels.transcribe route heard, or why it could not.
+    transcript = models.TextField(blank=True)
+    transcription_error = models.TextField(blank=True)
+    transcribed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return self.filename or f"attachment {self.pk}"
 
+    @property
+    def is_audio(self) -> bool:
+        return self.mime_type.lower().startswith("audio/")
+
+    @property
+    def is_image(self) -> bool:
+        return self.mime_type.lower().startswith("image/")
+
     def as_reference(self) -> dict:
-        return {
+        reference = {
             "id": self.pk, "filename": self.filename, "mime_type": self.mime_type,
             "stored_path": self.stored_path, "stored": bool(self.stored_at),
         }
+        if self.is_audio:
+            reference["kind"] = "voice_memo"
+            reference["transcript"] = self.transcript
+            reference["transcription_error"] = self.transcription_error
+        elif self.is_image:
+            reference["kind"] = "photo"
+        return reference
 
 
 

@@ -7,8 +7,11 @@ from datetime import date, timedelta
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
+from django.utils import timezone
 
+from .images import Photo, photo_of
 from .models import (
+    InboundAttachment,
     NumberDay,
     OptOut,
     RatioAlert,
@@ -127,3 +130,16 @@ def recent_alerts(limit: int = 20) -> QuerySet[RatioAlert]:
 def opt_outs() -> QuerySet[OptOut]:
     """Who opted out of which channel and when, newest first (support's page: no message body)."""
     return OptOut.objects.select_related("profile__user", "number").order_by("-opted_out_at", "-pk")
+
+
+def recent_photos(user, *, days: int, limit: int) -> list[Photo]:
+    """The photos `user` texted in the last `days` days, newest `limit` of them, oldest first, as
+    the model reads them (channels_app.images): so the assistant can refer back to a photo after
+    the conversation's task has changed."""
+    since = timezone.now() - timedelta(days=days)
+    attachments = (
+        InboundAttachment.objects.select_related("message")
+        .filter(message__profile__user=user, message__received_at__gte=since, mime_type__istartswith="image/")
+        .order_by("-message__received_at", "-pk")[:limit]
+    )
+    return [photo_of(a) for a in reversed(list(attachments))]

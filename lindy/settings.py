@@ -300,6 +300,10 @@ MEMORY_ALWAYS_LOADED_TOKEN_BUDGET = int(os.environ.get("MEMORY_ALWAYS_LOADED_TOK
 # validator (and the agent loop in lindy/agent.py)
 # A user's messages on one channel conversation feed the same task until it has been idle this long.
 LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATION_IDLE_HOURS", 12))
+# Photos the user texted in this many days (the newest LIMIT of them) are shown to the model on
+# every run, so "the receipt I sent Monday" can be looked at after the conversation's task changed.
+LINDY_AGENT_PHOTO_DAYS = int(os.environ.get("LINDY_AGENT_PHOTO_DAYS", 14))
+LINDY_AGENT_PHOTO_LIMIT = int(os.environ.get("LINDY_AGENT_PHOTO_LIMIT", 4))
 
 # Email (ratio alerts to support): SMTP when EMAIL_HOST is set, else printed to the console.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")

@@ -36,7 +36,8 @@ class ProviderAdmin(ReadOnlyAdmin):
 
 @admin.register(Target)
 class TargetAdmin(ReadOnlyAdmin):
-    list_display = ["name", "provider", "host", "model", "quantization", "input_price", "output_price", "user_selectable"]
+    list_display = ["name", "provider", "host", "model", "quantization", "input_price", "output_price", "user_selectable",
+                    "accepts_images"]
     list_filter = ["provider", "host"]
     search_fields = ["name", "model"]
 

@@ -13,7 +13,7 @@ class TargetForm(forms.ModelForm):
     class Meta:
         model = Target
         fields = ["name", "provider", "host", "model", "quantization", "input_price", "output_price",
-                  "cache_write_price", "cache_read_price", "user_selectable"]
+                  "cache_write_price", "cache_read_price", "user_selectable", "accepts_images"]
 
     def clean(self):
         data = super().clean()

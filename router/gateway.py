@@ -46,7 +46,7 @@ from .providers import anthropic as anthropic_provider
 from .providers import offline as offline_provider
 from .providers import openai_compat
 from .routing import Assignment
-from .types import Completion, CompletionRequest, ModelError, ProviderReply, Usage
+from .types import Completion, CompletionRequest, ModelError, ProviderReply, Transcription, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,8 @@ def complete(
         raise TypeError("complete() needs messages= or a prompt= builder that returns them.")
     target = assignment.target
     provider = "offline" if offline_mode() else target.provider
+    if provider == "offline" or not target.accepts_images:
+        messages = images_as_text(messages)
     request = CompletionRequest(
         route=route, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
         max_tokens=max_tokens or assignment.max_tokens, cache=cache,
@@ -172,6 +174,27 @@ def complete(
     )
 
 
+def images_as_text(messages: list[dict]) -> list[dict]:
+    """Image content blocks replaced by a text note, for a target that does not read images
+    (Target.accepts_images). The caller's label next to each image still says what it was."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and any(b.get("type") == "image" for b in content if isinstance(b, dict)):
+            content = [_image_note(b) if isinstance(b, dict) and b.get("type") == "image" else b for b in content]
+            message = {**message, "content": content}
+        out.append(message)
+    return out
+
+
+def _image_note(block: dict) -> dict:
+    source = block.get("source") or {}
+    size = len(source.get("data") or "") * 3 // 4  # base64 -> bytes
+    kind = source.get("media_type") or "image"
+    return {"type": "text", "text": f"[an image ({kind}, about {max(size // 1024, 1)} KB) is not shown: "
+                                    "the model serving this call does not read images]"}
+
+
 def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderReply) -> None:
     """Keep a rollout call's request and answer so the online judge can score it later."""
     payload = {
@@ -182,6 +205,48 @@ def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderR
     if len(json.dumps(payload, default=str)) > MAX_SAMPLE_BYTES:
         return
     CallSample.objects.create(call=record, request=json.loads(json.dumps(payload, default=str)), response=answer)
+
+
+def transcribe(*, route: str, audio: bytes, filename: str = "", mime_type: str = "", user=None,
+               team=None) -> Transcription:
+    """Speech to text on `route`'s target: an OpenAI-compatible host's /audio/transcriptions, or
+    the offline stand-in. Recorded like every call (no tokens: audio is billed by the second,
+    which the call's latency and the provider's own invoice show). Raises ModelError."""
+    target = routing.assign(route, user).target
+    provider = "offline" if offline_mode() else target.provider
+    model = OFFLINE_MODEL if provider == "offline" else target.model
+    if provider != "offline":
+        budgets.take_or_wait(target.host or provider, tokens=0, max_wait=budgets.default_wait())
+    started = time.monotonic()
+    text, error = "", ""
+    try:
+        with budgets.route_slot(route):
+            if provider == "offline":
+                text = offline_provider.transcribe(audio=audio, filename=filename, mime_type=mime_type)
+            elif provider == "openai":
+                text = openai_compat.transcribe(audio=audio, filename=filename, mime_type=mime_type, model=model,
+                                                target=target)
+            else:
+                raise ModelError(f"Target {target.name} ({provider}) cannot transcribe audio: give route {route!r} "
+                                 "an OpenAI-compatible target with a speech model.")
+    except budgets.BudgetExhausted:
+        raise
+    except ModelError as exc:
+        error = str(exc)
+    except Exception as exc:  # recorded, then surfaced as ModelError like a completion's
+        logger.exception("transcription on route %s failed", route)
+        error = f"{type(exc).__name__}: {exc}"
+    latency_ms = int((time.monotonic() - started) * 1000)
+    served_by_target = provider == target.provider
+    record = ModelCall.objects.create(
+        route=route, user=user if getattr(user, "pk", None) else None, team=team,
+        target_id=target.id if served_by_target else None, provider=provider, model=model,
+        arm="baseline", latency_ms=latency_ms, stop_reason="" if error else "end_turn", error=error,
+    )
+    if error:
+        raise ModelError(error)
+    return Transcription(route=route, text=text.strip(), provider=provider, model=model, call_id=record.pk,
+                         latency_ms=latency_ms)
 
 
 def count_tokens(*, text: str, route: str = "memory.count_tokens", user=None) -> tuple[int, bool]:

@@ -78,6 +78,10 @@ class Target(models.Model):
     user_selectable = models.BooleanField(
         default=False, help_text="Users may pick this target explicitly in their profile."
     )
+    accepts_images = models.BooleanField(
+        default=False, db_default=False,
+        help_text="The model reads image content blocks; on other targets the gateway sends a text note instead.",
+    )
     # Prices in USD per million tokens.
     input_price = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     output_price = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))

@@ -60,12 +60,12 @@ DEFAULT_TARGETS: list[dict[str, Any]] = [
     {
         "name": "claude-sonnet-4-6-anthropic", "provider": "anthropic", "model": "claude-sonnet-4-6",
         "input_price": "3", "output_price": "15", "cache_write_price": "3.75", "cache_read_price": "0.30",
-        "user_selectable": True, "host": "anthropic",
+        "user_selectable": True, "accepts_images": True, "host": "anthropic",
     },
     {
         "name": "claude-haiku-4-5-anthropic", "provider": "anthropic", "model": "claude-haiku-4-5",
         "input_price": "1", "output_price": "5", "cache_write_price": "1.25", "cache_read_price": "0.10",
-        "user_selectable": True, "host": "anthropic",
+        "user_selectable": True, "accepts_images": True, "host": "anthropic",
     },
     {
         "name": "offline-rules", "provider": "offline", "model": "lindy-offline-rules-1",
@@ -93,6 +93,7 @@ class TargetInfo:
     timeout_seconds: int = 60
     max_retries: int = 2
     quantization: str = ""
+    accepts_images: bool = False
 
     def cost(self, usage) -> Decimal:
         total = (
@@ -113,7 +114,7 @@ class TargetInfo:
             host=host.name if host else "", base_url=host.base_url if host else "",
             api_key_env=host.api_key_env if host else "",
             timeout_seconds=host.timeout_seconds if host else 60, max_retries=host.max_retries if host else 2,
-            quantization=target.quantization,
+            quantization=target.quantization, accepts_images=target.accepts_images,
         )
 
 

@@ -80,6 +80,18 @@ class ProviderReply:
 
 
 @dataclass
+class Transcription:
+    """Speech to text (a voice memo), as the gateway returns it."""
+
+    route: str
+    text: str
+    provider: str
+    model: str
+    call_id: int | None
+    latency_ms: int
+
+
+@dataclass
 class Completion:
     route: str
     text: str

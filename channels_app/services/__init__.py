@@ -14,6 +14,7 @@ from .consent import consent_confirm, consent_keyword_apply
 from .debounce import DebounceOutcome, DebounceStatus, debounce_check, debounce_fire
 from .dispatch import bundle_dispatch, bundle_give_up, debounce_recover
 from .gate import opt_out_for
+from .media import attachment_transcribe
 from .outbound import typing_start, typing_stop, user_message_send
 from .pool import cap_reserve, healthiest_number, phone_normalize, profile_register, stat_add
 from .slack import (
@@ -29,7 +30,7 @@ from .store import attachment_store, inbound_store
 from .webhooks import inbound_event_store, linq_event_process, twilio_inbound_process, webhook_event_claim
 
 __all__ = [
-    "DebounceOutcome", "DebounceStatus", "attachment_store", "bundle_dispatch", "bundle_give_up", "cap_reserve",
+    "DebounceOutcome", "DebounceStatus", "attachment_store", "attachment_transcribe", "bundle_dispatch", "bundle_give_up", "cap_reserve",
     "consent_confirm", "consent_keyword_apply", "opt_out_for", "ratio_alert_acknowledge", "ratio_alert_notify",
     "ratio_alert_raise", "slack_event_process", "slack_event_receive", "slack_events_recover",
     "debounce_check", "debounce_fire", "debounce_recover", "healthiest_number", "inbound_event_store",

@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 from lindy.models import TaskEvent
 
 from ..models import Conversation, InboundBundle, InboundMessage, OutboundMessage
-from . import outbound, queue
+from . import media, outbound, queue
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,9 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     try:
         bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
         conversation = bundle.conversation
+        # Voice memos are transcribed and photos copied before the hand-over: the agent reads the
+        # words and sees the picture, not a file name.
+        media.messages_prepare(bundle.messages.prefetch_related("attachments"))
         messages = [
             _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
         ]

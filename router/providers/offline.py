@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ..offline import OFFLINE_MODEL, estimate_tokens, policy_for
@@ -20,3 +21,11 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
         stop_reason="tool_use" if reply.tool_calls else "end_turn",
         model=OFFLINE_MODEL,
     )
+
+
+def transcribe(*, audio: bytes, filename: str, mime_type: str) -> str:
+    """The offline stand-in for speech to text. There is no speech model on a closed network, so
+    it says so, and names the recording (size and digest) so the same memo reads the same way."""
+    digest = hashlib.sha256(audio).hexdigest()[:12]
+    return (f"(offline transcription stand-in: no speech model is configured; recording {filename or 'audio'}, "
+            f"{mime_type or 'unknown type'}, {len(audio)} bytes, sha256 {digest})")

@@ -160,7 +160,7 @@ def _retry_after(response: httpx.Response, attempt: int) -> float:
     return min(max(wait, 0.0), MAX_BACKOFF_SECONDS)
 
 
-def complete(request: CompletionRequest, target=None) -> ProviderReply:
+def _auth_headers(target) -> dict:
     if target is None or not target.base_url:
         raise ModelError("This OpenAI-compatible target has no provider base URL.")
     if target.api_key_env and not is_provider_key_env(target.api_key_env):
@@ -169,17 +169,36 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
     key = provider_api_key(target.api_key_env)
     if target.api_key_env and not key:
         raise ModelError(f"The environment variable {target.api_key_env} (API key of {target.host}) is not set.")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def complete(request: CompletionRequest, target=None) -> ProviderReply:
+    headers = {"Content-Type": "application/json", **_auth_headers(target)}
     url = target.base_url.rstrip("/") + "/chat/completions"
-    headers = {"Content-Type": "application/json"}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    body = build_body(request)
+    data = _post(target, url, headers=headers, json=build_body(request))
+    return parse_reply(data, request.model)
+
+
+def transcribe(*, audio: bytes, filename: str, mime_type: str, model: str, target=None) -> str:
+    """`POST {base}/audio/transcriptions` (multipart: `model`, `file`) -> the transcript text."""
+    headers = _auth_headers(target)
+    url = target.base_url.rstrip("/") + "/audio/transcriptions"
+    data = _post(target, url, headers=headers, data={"model": model},
+                 files={"file": (filename or "audio", audio, mime_type or "application/octet-stream")})
+    text = data.get("text") if isinstance(data, dict) else None
+    if not isinstance(text, str):
+        raise ModelError(f"Malformed transcription: {str(data)[:200]}")
+    return text
+
+
+def _post(target, url: str, *, headers: dict, **body) -> dict:
+    """POST with the provider's bounded retries; the 200 answer's JSON, else ModelError."""
     attempts = 1 + max(int(target.max_retries), 0)
     last_error = ""
     with httpx.Client(timeout=target.timeout_seconds) as client:
         for attempt in range(attempts):
             try:
-                response = client.post(url, json=body, headers=headers)
+                response = client.post(url, headers=headers, **body)
             except httpx.HTTPError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
                 if attempt + 1 < attempts:
@@ -188,10 +207,9 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
                 break
             if response.status_code == 200:
                 try:
-                    data = response.json()
+                    return response.json()
                 except ValueError as exc:
                     raise ModelError("The provider answered 200 with a body that is not JSON.") from exc
-                return parse_reply(data, request.model)
             last_error = f"HTTP {response.status_code} from {target.host}: {response.text[:300]}"
             if response.status_code in RETRYABLE and attempt + 1 < attempts:
                 time.sleep(_retry_after(response, attempt))

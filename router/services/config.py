@@ -68,13 +68,13 @@ def target_create(
     *, name: str, provider: str, model: str, host: Provider | None = None, quantization: str = "",
     input_price: Decimal = Decimal("0"), output_price: Decimal = Decimal("0"),
     cache_write_price: Decimal = Decimal("0"), cache_read_price: Decimal = Decimal("0"),
-    user_selectable: bool = False, actor,
+    user_selectable: bool = False, accepts_images: bool = False, actor,
 ) -> Target:
     target_check(provider=provider, host=host)
     target = Target(
         name=name, provider=provider, model=model, host=host, quantization=quantization, input_price=input_price,
         output_price=output_price, cache_write_price=cache_write_price, cache_read_price=cache_read_price,
-        user_selectable=user_selectable,
+        user_selectable=user_selectable, accepts_images=accepts_images,
     )
     target.full_clean()
     with transaction.atomic():

@@ -1,0 +1,79 @@
+"""What the agent is given of an attachment beyond its name: a voice memo's transcript, a
+photo's own copy (shown to the model by channels_app.images).
+
+Voice memos are transcribed through the router (route `channels.transcribe`, registered in
+ChannelsAppConfig.ready): an OpenAI-compatible /audio/transcriptions target, or the offline
+stand-in. A failure is kept on the attachment and shown to the agent, never dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from router import gateway
+from router.budgets import BudgetExhausted
+from router.types import ModelError
+
+from ..models import InboundAttachment
+from .store import attachment_store
+
+logger = logging.getLogger(__name__)
+
+TRANSCRIBE_ROUTE = "channels.transcribe"
+
+
+def attachment_transcribe(*, attachment_id: int) -> InboundAttachment | None:
+    """Transcribe a voice memo once (its own copy is made first if the store task has not run).
+    Idempotent: a memo already transcribed, or already failed, is returned as it is. Raises only
+    BudgetExhausted (the caller retries later); every other failure is recorded on the row."""
+    attachment = (
+        InboundAttachment.objects.select_related("message__profile__user").filter(pk=attachment_id).first()
+    )
+    if attachment is None or not attachment.is_audio or attachment.transcribed_at is not None:
+        return attachment
+    transcript, error = "", ""
+    try:
+        if not attachment.stored_at:
+            attachment_store(attachment_id=attachment.pk)
+            attachment.refresh_from_db()
+        audio = (Path(settings.CHANNELS_MEDIA_ROOT) / attachment.stored_path).read_bytes()
+    except Exception as exc:  # an expired URL, a file too large, a full disk: the agent is told
+        logger.warning("voice memo %s could not be fetched: %s", attachment.pk, exc)
+        error = f"the recording could not be fetched ({type(exc).__name__}: {exc})"
+    else:
+        profile = attachment.message.profile
+        try:
+            transcript = gateway.transcribe(
+                route=TRANSCRIBE_ROUTE, audio=audio, filename=attachment.filename, mime_type=attachment.mime_type,
+                user=profile.user if profile else None,
+            ).text
+        except BudgetExhausted:
+            raise
+        except ModelError as exc:
+            error = str(exc) or "the transcription service failed"
+    if not transcript and not error:
+        error = "the transcription came back empty"
+    InboundAttachment.objects.filter(pk=attachment.pk).update(
+        transcript=transcript, transcription_error=error[:2000], transcribed_at=timezone.now(),
+    )
+    attachment.refresh_from_db()
+    return attachment
+
+
+def messages_prepare(messages) -> None:
+    """Before the hand-over (attachments prefetched): every voice memo transcribed, and every photo
+    copied off the provider's expiring URL if the store task has not done it yet, so the model can
+    see it now and weeks later. A photo that cannot be copied is named to the agent as such."""
+    for message in messages:
+        for attachment in message.attachments.all():
+            if attachment.is_audio and attachment.transcribed_at is None:
+                attachment_transcribe(attachment_id=attachment.pk)
+            elif attachment.is_image and not attachment.stored_at:
+                try:
+                    attachment_store(attachment_id=attachment.pk)
+                except Exception as exc:  # the store task retries; the agent is told it is not shown
+                    logger.warning("photo %s could not be copied before the hand-over: %s", attachment.pk, exc)
