@@ -10,7 +10,7 @@ def anthropic_targets_take_images(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('router', '0006_guardrail_window_index'),
+        ('router', '0008_provider_budgets_and_route_concurrency'),
     ]
 
     operations = [
