@@ -104,10 +104,13 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         conversation = bundle.conversation
         # Voice memos are transcribed and photos copied before the hand-over: the agent reads the
         # words and sees the picture, not a file name.
-        media.messages_prepare(bundle.messages.prefetch_related("attachments"))
-        messages = [
-            _message_payload(m) for m in bundle.messages.order_by("received_at", "pk").prefetch_related("attachments")
-        ]
+        def load():
+            return list(bundle.messages.order_by("received_at", "pk").prefetch_related("attachments"))
+
+        loaded = load()
+        if media.messages_prepare(loaded):
+            loaded = load()  # with the transcripts and copies just written
+        messages = [_message_payload(m) for m in loaded]
         outbound.typing_start(conversation=conversation)
         handler = import_string(settings.LINDY_INBOUND_HANDLER)
         result = handler(

@@ -64,16 +64,21 @@ def attachment_transcribe(*, attachment_id: int) -> InboundAttachment | None:
     return attachment
 
 
-def messages_prepare(messages) -> None:
+def messages_prepare(messages) -> bool:
     """Before the hand-over (attachments prefetched): every voice memo transcribed, and every photo
     copied off the provider's expiring URL if the store task has not done it yet, so the model can
-    see it now and weeks later. A photo that cannot be copied is named to the agent as such."""
+    see it now and weeks later. A photo that cannot be copied is named to the agent as such.
+    True when an attachment was written to, so the caller's loaded rows are stale."""
+    touched = False
     for message in messages:
         for attachment in message.attachments.all():
             if attachment.is_audio and attachment.transcribed_at is None:
+                touched = True
                 attachment_transcribe(attachment_id=attachment.pk)
             elif attachment.is_image and not attachment.stored_at:
+                touched = True
                 try:
                     attachment_store(attachment_id=attachment.pk)
                 except Exception as exc:  # the store task retries; the agent is told it is not shown
                     logger.warning("photo %s could not be copied before the hand-over: %s", attachment.pk, exc)
+    return touched
