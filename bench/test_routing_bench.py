@@ -36,7 +36,7 @@ def test_routing_choice():
         pytest.skip("the routing bench measures the choice with Redis: set REDIS_URL or run a server on 127.0.0.1:6379")
     from lindy.models import Membership
     from router import routing, services
-    from router.models import PromptVariant, Route, Target
+    from router.models import Route, Target
     from tests.factories import TeamFactory, member_of
 
     routing.ensure_defaults()
@@ -44,11 +44,10 @@ def test_routing_choice():
     users = [member_of(team, Membership.Role.MEMBER, is_internal=(n == 0)) for n in range(4)]
     route = Route.objects.get(name="validator")
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
-    PromptVariant.objects.get_or_create(route=route, name="bench")
     from tests.router.helpers import offline_evidence
 
-    offline_evidence(route, haiku, "bench")
-    services.rollout_start(route=route, candidate=haiku, candidate_variant="bench")
+    offline_evidence(route, haiku, "terse")  # a variant the validator builds
+    services.rollout_start(route=route, candidate=haiku, candidate_variant="terse")
     services.model_choice_set(user=users[1], target=haiku)
 
     def choose():
