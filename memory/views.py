@@ -13,8 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from lindy.counting import CappedPaginator, CountedPaginator, page_number
@@ -69,20 +69,18 @@ def _bar(tokens: int, budget: int) -> int:
     return min(100, round(100 * tokens / budget)) if budget else 100
 
 
-_ESTIMATED = format_html(
-    ' <abbr title="{}">est.</abbr>', "Conservative estimate (1 token per 3 bytes): no model counter configured")
+_ESTIMATED = ' <abbr title="Conservative estimate (1 token per 3 bytes): no model counter configured">est.</abbr>'
 
 
 def _budget_bar(item) -> str:
     """A file's token bar. Built here rather than by an {% include %} per row: on a listing of
-    50 files the include cost more than the rest of the page."""
-    estimated = "" if item.tokens_exact else " (estimated)"
-    return format_html(
-        '<span class="budget" title="{} of {} tokens{}">\n'
-        '  <span class="bar{}"><span style="width: {}%"></span></span>\n'
-        "  <small>{} / {} tokens{}</small>\n</span>",
-        item.tokens, item.budget, estimated, " over" if item.over else "", item.percent,
-        item.tokens, item.budget, "" if item.tokens_exact else _ESTIMATED,
+    50 files the include cost more than the rest of the page. Only integers are interpolated,
+    so nothing needs escaping."""
+    tokens, budget, percent = int(item.tokens), int(item.budget), int(item.percent)
+    return mark_safe(  # noqa: S308 (integers and constants only)
+        f'<span class="budget" title="{tokens} of {budget} tokens{"" if item.tokens_exact else " (estimated)"}">\n'
+        f'  <span class="bar{" over" if item.over else ""}"><span style="width: {percent}%"></span></span>\n'
+        f"  <small>{tokens} / {budget} tokens{'' if item.tokens_exact else _ESTIMATED}</small>\n</span>"
     )
 
 
