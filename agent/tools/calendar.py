@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from abc import ABC, abstractmethod
 from datetime import date, datetime
 
 from django.conf import settings
@@ -18,8 +19,8 @@ from django.conf import settings
 from hydration import gmail as hydration_gmail
 from hydration.models import GmailAccount
 
-from .execution import Disconnected, Done, Rejected, drive, run_once
-from .google_api import Session, reconnect_text
+from .execution import Done, Rejected
+from .google_api import Session, resume_action, run_action
 
 ADAPTER = "google_calendar"
 TOOLS = frozenset({"create_calendar_event", "send_calendar_invite", "delete_calendar_event"})
@@ -50,7 +51,7 @@ def when(value: str, name: str) -> dict:
     return {"dateTime": moment.isoformat()}
 
 
-class CalendarAction:
+class CalendarAction(ABC):
     adapter = ADAPTER
 
     def __init__(self, account: GmailAccount, arguments: dict):
@@ -75,8 +76,9 @@ class CalendarAction:
     def find(self, entry) -> Done | None:
         return None
 
+    @abstractmethod
     def perform(self, entry) -> Done:
-        raise NotImplementedError
+        """Do the action once at the provider and say what was done."""
 
 
 class CreateEvent(CalendarAction):
@@ -136,23 +138,8 @@ def live(account: GmailAccount | None) -> bool:
 
 
 def run(ctx, tool: str, arguments: dict, result_cls):
-    account = GmailAccount.objects.filter(user=ctx.user).first()
-    if account is None:
-        raise Disconnected(reconnect_text("Google Calendar"))
-    action = ACTIONS[tool](account, arguments)
-    try:
-        return run_once(ctx, tool, arguments, action, result_cls)
-    finally:
-        action.session.close()
+    return run_action(ACTIONS, "Google Calendar", ctx, tool, arguments, result_cls)
 
 
 def resume(entry, result_cls, *, last_chance: bool = False):
-    """Drive a pending entry again (its key is stored): asks Google Calendar before redoing anything."""
-    account = GmailAccount.objects.filter(user_id=entry.user_id).first()
-    if account is None:
-        raise Disconnected(reconnect_text("Google Calendar"))
-    action = ACTIONS[entry.tool](account, entry.arguments)
-    try:
-        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
-    finally:
-        action.session.close()
+    return resume_action(ACTIONS, "Google Calendar", entry, result_cls, last_chance=last_chance)

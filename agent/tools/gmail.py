@@ -10,6 +10,7 @@ message is never sent twice. Archive, trash and a draft update are harmless to r
 from __future__ import annotations
 
 import base64
+from abc import ABC, abstractmethod
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, parseaddr
@@ -19,8 +20,8 @@ from django.conf import settings
 from hydration import gmail as hydration_gmail
 from hydration.models import GmailAccount
 
-from .execution import Disconnected, Done, Rejected, drive, run_once, token
-from .google_api import Session, reconnect_text
+from .execution import Done, Rejected, token
+from .google_api import Session, resume_action, run_action
 
 ADAPTER = "gmail"
 HEADER = "X-Lindy-Execution"
@@ -61,7 +62,7 @@ def raw(message: EmailMessage) -> str:
     return base64.urlsafe_b64encode(message.as_bytes()).decode()
 
 
-class GmailAction:
+class GmailAction(ABC):
     """One Gmail action for one account; subclasses say what `perform` does."""
 
     adapter = ADAPTER
@@ -85,8 +86,9 @@ class GmailAction:
     def find(self, entry) -> Done | None:
         return None
 
+    @abstractmethod
     def perform(self, entry) -> Done:
-        raise NotImplementedError
+        """Do the action once at the provider and say what was done."""
 
     def _marked(self, message: dict, key: str) -> bool:
         headers = hydration_gmail.headers_of(message.get("payload") or {})
@@ -259,23 +261,8 @@ def live(account: GmailAccount | None) -> bool:
 
 
 def run(ctx, tool: str, arguments: dict, result_cls):
-    account = account_for(ctx.user)
-    if account is None:
-        raise Disconnected(reconnect_text("Gmail"))  # adapter_for only routes here with an account
-    action = ACTIONS[tool](account, arguments)
-    try:
-        return run_once(ctx, tool, arguments, action, result_cls)
-    finally:
-        action.session.close()
+    return run_action(ACTIONS, "Gmail", ctx, tool, arguments, result_cls)
 
 
 def resume(entry, result_cls, *, last_chance: bool = False):
-    """Drive a pending entry again (its key is stored): asks Gmail before redoing anything."""
-    account = GmailAccount.objects.filter(user_id=entry.user_id).first()
-    if account is None:
-        raise Disconnected(reconnect_text("Gmail"))
-    action = ACTIONS[entry.tool](account, entry.arguments)
-    try:
-        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
-    finally:
-        action.session.close()
+    return resume_action(ACTIONS, "Gmail", entry, result_cls, last_chance=last_chance)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from hydration import gmail as google_auth
 from hydration.models import GmailAccount
 
-from .execution import Ambiguous, Disconnected, Rejected, Unavailable
+from .execution import Ambiguous, Disconnected, Rejected, Unavailable, drive, run_once
 
 RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 BACKOFF_BASE_SECONDS = 0.5
@@ -136,3 +136,27 @@ class Session:
         if response.status_code == 404:
             raise Rejected(f"{self.product} has no such item ({what}): {message or 'not found'}")
         raise Rejected(f"{self.product} refused {what} ({response.status_code}): {message or 'no reason given'}")
+
+
+def run_action(actions: dict, product: str, ctx, tool: str, arguments: dict, result_cls):
+    """Run `tool` once for the task's user with their Google grant (`actions`: tool → action class)."""
+    account = GmailAccount.objects.filter(user=ctx.user).first()
+    if account is None:
+        raise Disconnected(reconnect_text(product))
+    action = actions[tool](account, arguments)
+    try:
+        return run_once(ctx, tool, arguments, action, result_cls)
+    finally:
+        action.session.close()
+
+
+def resume_action(actions: dict, product: str, entry, result_cls, *, last_chance: bool = False):
+    """Drive a pending entry again (its key is stored): asks Google before redoing anything."""
+    account = GmailAccount.objects.filter(user_id=entry.user_id).first()
+    if account is None:
+        raise Disconnected(reconnect_text(product))
+    action = actions[entry.tool](account, entry.arguments)
+    try:
+        return drive(entry, action, result_cls, fresh=False, last_chance=last_chance)
+    finally:
+        action.session.close()
