@@ -9,9 +9,7 @@ from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
-from django.db.models.functions import Upper
-from django.db.models.lookups import Contains
+from django.db.models import Count, Q, QuerySet
 
 from lindy.counting import capped_count
 
@@ -143,17 +141,22 @@ def files_in_count(fs: FileSystem, folder: str) -> int:
     return _per_revision(fs, f"files-in:{digest}", lambda fs: files_in(fs, folder).count())
 
 
-# memory/migrations/0005: UPPER() behind a function priced like the work it does, indexed by
-# trigrams, so PostgreSQL finds matches through the indexes instead of upper-casing every file.
-SEARCH_FOLD = "memory_search_fold"
+# The characters that mean something in a PostgreSQL regular expression (ARE): each is escaped,
+# so the query is matched as the text it is ("50%", "a.b", "(draft)").
+_REGEX_SPECIAL = frozenset("\\^$.[]|()?*+{}")
 
 
-def _contains_folded(field: str, query: str) -> Q:
-    """`field` icontains `query`, written as the expression the trigram index holds."""
-    if connection.vendor != "postgresql":  # SQLite: no function and no index; LIKE is already case-blind
+def _as_literal_regex(text: str) -> str:
+    return "".join("\\" + ch if ch in _REGEX_SPECIAL else ch for ch in text)
+
+
+def _contains_any_case(field: str, query: str) -> Q:
+    """`field` contains `query`, in any case. On PostgreSQL a case-blind regular expression of the
+    query as a literal (`~*`), which the trigram indexes of memory/migrations/0006 serve and which
+    re-checks a long file several times faster than upper-casing it; SQLite's LIKE is case-blind."""
+    if connection.vendor != "postgresql":
         return Q(**{f"{field}__icontains": query})
-    folded = Func(F(field), function=SEARCH_FOLD, output_field=TextField())
-    return Q(Contains(folded, Upper(Value(query))))
+    return Q(**{f"{field}__iregex": _as_literal_regex(query)})
 
 
 def search_count(fs: FileSystem, query: str, cap: int) -> int:
@@ -165,8 +168,10 @@ def search_count(fs: FileSystem, query: str, cap: int) -> int:
 
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
     """Files whose path or text contains `query`, in any case, by path."""
+    if "\x00" in query:  # no file holds a NUL (PostgreSQL text can't), and it can't be sent as a parameter
+        return MemoryFile.objects.none()
     return (MemoryFile.objects.filter(filesystem=fs)
-            .filter(_contains_folded("path", query) | _contains_folded("content", query))
+            .filter(_contains_any_case("path", query) | _contains_any_case("content", query))
             .defer("content").order_by("path"))
 
 

@@ -49,7 +49,7 @@ def test_search_at_scale_reads_the_trigram_indexes_not_every_file(cast):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_memoryfile")  # what autovacuum does after a bulk write
     plan = selectors.search(fs, "file-0421")[:50].explain()
-    assert "memory_file_path_fold_trgm" in plan and "memory_file_content_fold_trgm" in plan, plan
+    assert "memory_file_fs_path_trgm" in plan and "memory_file_fs_content_trgm" in plan, plan
     assert "Seq Scan" not in plan, plan
     found = [f.path for f in selectors.search(fs, "FILE-0421")]
     assert found == sorted(found) and len(found) == 12  # ten paths, and index and master that link them
