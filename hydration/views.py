@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from memory import diffs
@@ -108,20 +109,30 @@ def _revision_changes(run: Run, style: str):
     return changes
 
 
+LIVE_PARTS = ("live", "progress")  # "progress": the name older pages poll with
+
+
 @login_required
 def run_detail(request, run_id):
+    """A run and everything it changed. While the run is active the page polls one partial
+    holding every part that changes (status, sources, items, the revision and its diff); the
+    partial of a finished run carries no trigger, so polling stops there."""
     _memory_user(request)
     run = selectors.run_get(request.user, run_id)
-    if request.htmx and request.GET.get("part") == "progress":
-        return render(request, "hydration/run.html#progress", {"run": run})
     style = "split" if request.GET.get("view") == "split" else "unified"
     items = Paginator(selectors.run_items(run), ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = {"part": "live", "view": style}
+    if items.number > 1:
+        query["page"] = items.number
     context = {
         "run": run, "fs": run.filesystem, "facts": selectors.run_facts(run), "items": items,
         "changes": _revision_changes(run, style), "style": style,
         "file_sources": selectors.file_sources(run),
         "sources": [(SOURCES[k].kind, v) for k, v in (run.sources or {}).items() if k in SOURCES],
+        "poll_url": f"{reverse('hydration:run', args=[run.pk])}?{urlencode(query)}",
     }
+    if request.htmx and request.GET.get("part") in LIVE_PARTS:
+        return render(request, "hydration/run.html#live", context)
     return render(request, "hydration/run.html", context)
 
 

@@ -78,7 +78,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "lindy.middleware.large_form_bodies",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "lindy.middleware.htmx_messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -153,6 +155,9 @@ JSON_BODY_MAX_BYTES = int(os.environ.get("JSON_BODY_MAX_BYTES", 2 * 1024 * 1024)
 JSON_MAX_DEPTH = int(os.environ.get("JSON_MAX_DEPTH", 64))
 # Any request body (forms too) larger than this is refused before a view reads it: the same bound.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", JSON_BODY_MAX_BYTES))
+# Except a form POSTed to a view marked lindy.middleware.accepts_large_form (the memory editor):
+# read up to this bound, so the view refuses an oversized paste in its own form, the text kept.
+LARGE_FORM_MAX_BYTES = int(os.environ.get("LARGE_FORM_MAX_BYTES", 16 * 1024 * 1024))
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CACHE_KEY_PREFIX = os.environ.get("LINDY_CACHE_PREFIX", "lindy")

@@ -21,8 +21,22 @@ def _names(target: str, path: str) -> bool:
         return False
 
 
+# An inline link with its label: [label](target "title")
+_LABELLED_LINK = re.compile(r"(\[)((?:[^\[\]\\]|\\.)*)(\]\(\s*<?)([^()\s<>]+)(>?(?:\s+[\"'(][^)]*)?\s*\))")
+
+
+def _relabel(label: str, written: str, old: str, new: str) -> str:
+    """`label` with each mention of the old path (as the path, or as the link wrote it) made
+    the new path: `[people/jane.md](people/jane.md)` keeps naming the file it links to."""
+    for mention in dict.fromkeys((written.split("#", 1)[0], old)):
+        if mention:
+            label = re.sub(rf"(?<![\w./-]){re.escape(mention)}(?![\w/-]|\.\w)", lambda _: new, label)
+    return label
+
+
 def rewrite_links(markdown: str, old: str, new: str) -> str:
-    """Point every link to `old` at `new` (keeping any #fragment)."""
+    """Point every link to `old` at `new` (keeping any #fragment); a label that repeats the old
+    path is changed with it."""
 
     def swap(match: re.Match) -> str:
         target = match.group(2)
@@ -31,7 +45,16 @@ def rewrite_links(markdown: str, old: str, new: str) -> str:
         fragment = "#" + target.split("#", 1)[1] if "#" in target else ""
         return f"{match.group(1)}{new}{fragment}{match.group(3)}"
 
-    for pattern in (_INLINE_TARGET, _REFERENCE_TARGET, _AUTOLINK_TARGET):
+    def swap_labelled(match: re.Match) -> str:
+        target = match.group(4)
+        if not _names(target, old):
+            return match.group(0)
+        fragment = "#" + target.split("#", 1)[1] if "#" in target else ""
+        label = _relabel(match.group(2), target, old, new)
+        return f"{match.group(1)}{label}{match.group(3)}{new}{fragment}{match.group(5)}"
+
+    markdown = _LABELLED_LINK.sub(swap_labelled, markdown)
+    for pattern in (_REFERENCE_TARGET, _AUTOLINK_TARGET):
         markdown = pattern.sub(swap, markdown)
     return markdown
 

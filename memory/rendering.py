@@ -1,26 +1,44 @@
 """Memory text is untrusted (it comes from Slack, mail, meetings and models): render the
 markdown, then keep only safe HTML with nh3. Scripts, event handlers, styles and
-`javascript:` URLs never survive; links to other memory files point at their pages."""
+`javascript:` URLs never survive; links to other memory files point at their pages.
+
+The markdown is CommonMark (markdown-it-py), with GitHub's tables and strikethrough: a list
+right after a line of text is a list, as people (and models) write it."""
 
 from __future__ import annotations
 
-import markdown as md
 import nh3
 from django.urls import reverse
+from markdown_it import MarkdownIt
 
 from .paths import PathError
 from .verifier import resolve_link
 
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i",
-    "li", "ol", "p", "pre", "strong", "sub", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul",
+    "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul",
 }
 ATTRIBUTES = {"a": {"href", "title"}, "abbr": {"title"}, "td": {"align"}, "th": {"align"}}
 SCHEMES = {"http", "https", "mailto"}
 
 
+
+def _parser() -> MarkdownIt:
+    # Inline HTML is kept for nh3 to judge, as before; HTML *blocks* are off: in CommonMark a line
+    # starting with a tag swallows the lines below it up to a blank line as raw HTML, and memory
+    # text is markdown that people and models write, not pages.
+    parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).disable("html_block")
+    # Every link is kept here and judged by nh3 below (its schemes, SCHEMES), so a refused link
+    # disappears the same way whether it was written as markdown or as HTML.
+    parser.validateLink = lambda url: True  # type: ignore[method-assign]
+    return parser
+
+
+_MARKDOWN = _parser()
+
+
 def render_markdown(text: str, *, fs_id: int | None = None) -> str:
-    html = md.markdown(text, extensions=["tables", "fenced_code", "sane_lists"], output_format="html")
+    html = _MARKDOWN.render(text)
 
     def rewrite(tag: str, attribute: str, value: str) -> str | None:
         if tag == "a" and attribute == "href" and fs_id is not None and ":" not in value.split("/", 1)[0]:

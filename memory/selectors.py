@@ -13,9 +13,10 @@ from django.db.models import Count, Q, QuerySet
 
 from lindy.counting import capped_count
 
-from . import permissions
+from . import links, permissions
+from .draft import Change, Draft, MemoryWriteError, TokenCounter, check_content, check_path
 from .models import FileChange, FileSystem, MemoryFile, Revision
-from .paths import SPECIAL, PathError, clean_path
+from .paths import INDEX, SPECIAL, PathError, clean_path
 from .verifier import Violation, verify
 
 logger = logging.getLogger(__name__)
@@ -217,3 +218,63 @@ def change_get(fs: FileSystem, change_id) -> FileChange:
 def files_content(fs: FileSystem) -> dict[str, str]:
     """Every file's text (path -> content): the draft the memory agent starts from."""
     return dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "content"))
+
+
+# --- The editor's live check ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EditCheck:
+    """What saving `content` at `path` now would meet: its token count against its budget and
+    the verifier's verdict on the file system with the text in place (nothing is written)."""
+
+    path: str  # "" when the path given cannot name a memory file
+    size: int  # bytes
+    tokens: int | None  # None: not counted (the text is over MAX_FILE_BYTES)
+    exact: bool
+    budget: int
+    violations: list[Violation]
+    refused: str  # why a write would refuse the text before the verifier sees it ("" when it would not)
+
+    @property
+    def shared_budget(self) -> bool:
+        """index.md and master.md share one always-loaded budget."""
+        return self.path in SPECIAL
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens is not None and self.tokens > self.budget
+
+
+def edit_check(fs: FileSystem, *, path: str, content: str, user=None, add_to_index: bool = False) -> EditCheck:
+    """The editor's preview check, counted with memory's token counter (the model's counter when a
+    key is configured, the documented estimate otherwise) and verified like a real write."""
+    size = len(content.encode("utf-8"))
+    try:
+        clean = check_path(path) if path else ""
+    except MemoryWriteError:
+        clean = ""
+    budget = fs.always_loaded_token_budget if clean in SPECIAL else fs.file_token_budget
+    try:
+        check_content(content)
+    except MemoryWriteError as exc:
+        return EditCheck(clean, size, None, False, budget, [], exc.message)
+    counter = TokenCounter(user)
+    tokens, exact = counter(content)
+    if not clean:
+        return EditCheck("", size, tokens, exact, budget, [], "")
+    draft = Draft.load(fs, contents={clean}, counter=counter)
+    try:
+        created = clean not in draft.files
+        draft.apply(Change("write", clean, content=content))
+        if created and add_to_index and clean not in SPECIAL and INDEX in draft.files:
+            index = draft.content(INDEX)
+            draft.apply(Change("update", INDEX, content=links.append_line(index, links.index_line(clean, ""))))
+    except MemoryWriteError as exc:
+        return EditCheck(clean, size, tokens, exact, budget, [], exc.message)
+    return EditCheck(clean, size, tokens, exact, budget, draft.violations(), "")
+
+
+def last_change(fs: FileSystem, path: str) -> FileChange | None:
+    """The newest change that left a file at `path`, with its revision and author."""
+    return (FileChange.objects.filter(filesystem=fs, path=path).select_related("revision", "revision__author")
+            .order_by("-pk").first())

@@ -18,8 +18,9 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from lindy.counting import CappedPaginator, CountedPaginator, page_number
+from lindy.middleware import accepts_large_form
 
-from . import blame, diff_html, permissions, selectors, services
+from . import blame, diff_html, diffs, permissions, selectors, services
 from .context import context_for
 from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
@@ -166,36 +167,78 @@ def _refused(request, exc: services.MemoryWriteError) -> None:
     messages.error(request, exc.message)
 
 
+def _too_large(content: str) -> services.InvalidChange | None:
+    """The refusal of a text no memory file can hold, checked before anything counts or renders it."""
+    size = len(content.encode("utf-8"))
+    if size <= services.MAX_FILE_BYTES:
+        return None
+    return services.InvalidChange(
+        f"The text is {size:,} bytes; a memory file holds at most {services.MAX_FILE_BYTES:,}. Nothing was saved "
+        "and your text is still below: split it into several files, each linked from the index.")
+
+
+def _preview_context(request, fs, *, path: str, content: str, add_to_index: bool = False) -> dict:
+    """The preview: the rendered text, its token count against its budget and the verifier's
+    verdict if it were saved now (memory.selectors.edit_check)."""
+    check = selectors.edit_check(fs, path=path, content=content, user=request.user, add_to_index=add_to_index)
+    rendered = "" if check.tokens is None else render_markdown(content, fs_id=fs.pk)
+    return {"preview": rendered, "check": check}
+
+
 @login_required
+@accepts_large_form
 def preview(request, fs_id):
     fs = _fs(request, fs_id)
-    content = request.POST.get("content", "") if request.method == "POST" else ""
-    return render(request, "memory/edit.html#preview", {"fs": fs, "preview": render_markdown(content, fs_id=fs.pk)})
+    if request.method != "POST":
+        return render(request, "memory/edit.html#preview", {"fs": fs, "preview": ""})
+    context = {"fs": fs, **_preview_context(request, fs, path=request.POST.get("path", "").strip(),
+                                            content=request.POST.get("content", "").replace("\r\n", "\n"),
+                                            add_to_index=request.POST.get("add_to_index") == "on")}
+    return render(request, "memory/edit.html#preview", context)
+
+
+def _conflict(fs, item, mine: str) -> dict:
+    """Their version (the live file) against mine, who saved it and when."""
+    theirs = selectors.file_get(fs, item.path)
+    return {"theirs": theirs, "change": selectors.last_change(fs, item.path),
+            "diff": diffs.unified(theirs.content, mine), "identical": theirs.content == mine}
 
 
 @login_required
+@accepts_large_form
 def file_edit(request, fs_id, path):
     fs = _editable(request, fs_id)
     item = selectors.file_get(fs, path)
     context = _base(request, fs)
-    context.update({"file": item, "content": item.content, "base_version": item.version, "message": "",
-                    "preview": render_markdown(item.content, fs_id=fs.pk)})
+    context.update({"file": item, "content": item.content, "base_version": item.version, "message": ""})
     if request.method == "POST":
         content = request.POST.get("content", "").replace("\r\n", "\n")
         base_version = _int(request.POST.get("base_version"))
         context.update({"content": content, "base_version": base_version, "message": request.POST.get("message", "")})
+        too_large = _too_large(content)
+        if too_large is not None:
+            context.update({"error": too_large, **_preview_context(request, fs, path=item.path, content=content)})
+            return render(request, "memory/edit.html", context, status=too_large.status)
         if "preview" in request.POST:
-            context["preview"] = render_markdown(content, fs_id=fs.pk)
+            context.update(_preview_context(request, fs, path=item.path, content=content))
             return render(request, "memory/edit.html", context, status=200)
         try:
             services.file_write(filesystem=fs, path=item.path, content=content, base_version=base_version,
                                 author_kind=AUTHOR, author=request.user, message=context["message"],
                                 source_kind=VIA_BROWSER)
+        except services.StaleVersion as exc:
+            # Someone saved the file since this form was opened: show their version against this
+            # one; "keep mine" saves over it, knowingly, and "take theirs" reopens the live file.
+            conflict = _conflict(fs, item, content)
+            context.update({"error": exc, "conflict": conflict, "base_version": conflict["theirs"].version,
+                            **_preview_context(request, fs, path=item.path, content=content)})
+            return render(request, "memory/edit.html", context, status=exc.status)
         except services.MemoryWriteError as exc:
-            context["error"] = exc
+            context.update({"error": exc, **_preview_context(request, fs, path=item.path, content=content)})
             return render(request, "memory/edit.html", context, status=exc.status)
         messages.success(request, f"Saved {item.path}.")
         return redirect("memory:file", fs.pk, item.path)
+    context.update(_preview_context(request, fs, path=item.path, content=item.content))
     return render(request, "memory/edit.html", context)
 
 
@@ -207,6 +250,7 @@ def _int(raw) -> int | None:
 
 
 @login_required
+@accepts_large_form
 def file_new(request, fs_id):
     fs = _editable(request, fs_id)
     context = _base(request, fs)
@@ -220,8 +264,12 @@ def file_new(request, fs_id):
         description = request.POST.get("description", "")
         context.update({"path": path, "content": content, "add_to_index": add, "description": description,
                         "message": request.POST.get("message", "")})
+        too_large = _too_large(content)
+        if too_large is not None:
+            context.update({"error": too_large, **_preview_context(request, fs, path=path, content=content)})
+            return render(request, "memory/edit.html", context, status=too_large.status)
         if "preview" in request.POST:
-            context["preview"] = render_markdown(content, fs_id=fs.pk)
+            context.update(_preview_context(request, fs, path=path, content=content, add_to_index=add))
             return render(request, "memory/edit.html", context)
         try:
             services.file_write(filesystem=fs, path=path, content=content, base_version=None, author_kind=AUTHOR,
@@ -229,7 +277,7 @@ def file_new(request, fs_id):
                                 index_description=description if add else None, create_only=True,
                                 source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
-            context["error"] = exc
+            context.update({"error": exc, **_preview_context(request, fs, path=path, content=content, add_to_index=add)})
             return render(request, "memory/edit.html", context, status=exc.status)
         path = clean_path(path)
         messages.success(request, f"Created {path}" + (" and added it to the index." if add else "."))

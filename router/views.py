@@ -10,7 +10,6 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import limits, permissions, routing, selectors, services
@@ -226,18 +225,21 @@ def rollout_action(request, rollout_id: int, action: str):
         kwargs["reason"] = f"Rolled back by {request.user.email}" + (f": {reason}" if reason else ".")
     elif reason:
         kwargs["reason"] = reason
+    status = 200
     try:
         func(**kwargs)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
+        status = 409
     else:
         messages.success(request, f"Rollout {action.replace('-', ' ')}: done.")
-    url = reverse("router:rollout", kwargs={"rollout_id": rollout.pk})
     if request.htmx:
-        response = redirect(url)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+        # The rollout's card, and only it, is swapped in place (hx-target="#rollout-panel"); the
+        # message travels with this response (lindy.middleware.htmx_messages). A refused action
+        # (409) leaves the card as it was.
+        rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline"), pk=rollout.pk)
+        return render(request, "router/rollout.html#rollout-panel", {"rollout": rollout}, status=status)
+    return redirect("router:rollout", rollout_id=rollout.pk)
 
 
 @login_required

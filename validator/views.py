@@ -91,9 +91,8 @@ def _resolve(request, decision_id: int, action, done: str):
         messages.error(request, str(exc))
         decision = selectors.decision_detail(request.user, decision_id)
     if request.htmx:
-        context = _detail_context(request, decision)
-        context["flash"] = done
-        return render(request, "validator/decision.html#decision-outcome", context)
+        # The message travels with this response (lindy.middleware.htmx_messages), not to the next page.
+        return render(request, "validator/decision.html#decision-outcome", _detail_context(request, decision))
     return redirect("validator-decision", decision_id=decision.pk)
 
 

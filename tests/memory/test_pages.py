@@ -84,7 +84,7 @@ def test_edit_without_javascript_preview_then_save(cast, team_fs):
     saved = client.post(edit_url, {"content": "# Jane Park\n*CTO*", "base_version": 1, "save": "1"})
     assert saved.status_code == 302 and saved["Location"] == f"/memory/{team_fs.pk}/files/people/jane.md"
     stale = client.post(edit_url, {"content": "other", "base_version": 1, "save": "1"})
-    assert stale.status_code == 409 and b"changed since you opened it" in stale.content
+    assert stale.status_code == 409 and b"data-conflict" in stale.content and b"since you opened it" in stale.content
     assert b"other" in stale.content  # the text the person typed is kept for them
 
 
