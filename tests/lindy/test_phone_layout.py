@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import pytest
 
 from lindy import demo
-from tests.fixtures.live_browser import login
+from tests.fixtures.live_browser import login, nav_click
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -144,8 +144,7 @@ def test_the_menu_folds_on_a_phone_and_opens_without_javascript(browser_page, li
     summary = page.locator("details[data-menu] > summary")
     assert summary.is_visible() and "Menu" in summary.inner_text()
     assert summary.locator("mark.badge").count() == 1  # the blocked actions' count shows while folded
-    summary.click()
-    page.locator("[data-nav=memory]").click()
+    nav_click(page, "memory")  # unfolds the menu, then follows the link
     page.wait_for_url("**/memory/")
     # The offline banner is one slim line at most two lines high.
     assert page.locator("[data-offline-provider]").bounding_box()["height"] < 50
