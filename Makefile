@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test install lint typecheck migrate seed chromium bench clean
+.PHONY: run test install lint typecheck migrate seed chromium bench screenshots clean
 
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+
+# Each demo login's home and main pages at 390 and 1280 px, into var/screenshots/ (index.html).
+screenshots: seed chromium
+	$(BIN)/python manage.py screenshots
 
 bench: install
 	$(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q

@@ -7,13 +7,14 @@ class ChannelsAppConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import navigation, schedules
+        from lindy import home, navigation, schedules
         from router.routing import register_route
 
         # Register the Celery tasks in every process (web too): services queue them by name.
         from . import (
             demo,
             permissions,
+            selectors,
             tasks,  # noqa: F401
         )
         from .services.media import TRANSCRIBE_ROUTE
@@ -26,6 +27,8 @@ class ChannelsAppConfig(AppConfig):
             navigation.NavItem("channel-health", "Channel health", "channel-health",
                                permissions.can_view_channel_health, order=51)
         )
+        home.register(home.Tile("channel-health", "channels_app/home_tile.html", permissions.can_view_channel_health,
+                                selectors.home_tile, order=10))
         schedules.register(schedules.Periodic(
             name="channels.ratio_alerts", task="channels_app.tasks.ratio_alerts_check", every_seconds=900,
             description="Raises an alert record when a sending number's send/receive ratio crosses a threshold.",

@@ -143,3 +143,20 @@ def recent_photos(user, *, days: int, limit: int) -> list[Photo]:
         .order_by("-message__received_at", "-pk")[:limit]
     )
     return [photo_of(a) for a in reversed(list(attachments))]
+
+
+HOME_LIMIT = 5
+
+
+def home_tile(user) -> dict:
+    """Support's home page: the alerts nobody has acknowledged yet (count and the newest few) and
+    the lines whose send/receive ratio over the last 7 days is above the warning threshold.
+    Numbers and ratios only. Four bounded queries."""
+    open_alerts = RatioAlert.objects.filter(acknowledged_at__isnull=True)
+    over = numbers_over_threshold(days=7)
+    return {
+        "open_count": open_alerts.count(),
+        "open_alerts": list(open_alerts.select_related("number").order_by("-created_at", "-pk")[:HOME_LIMIT]),
+        "over_count": len(over), "over": over[:HOME_LIMIT],
+        "warn": settings.CHANNELS_RATIO_WARN, "critical": settings.CHANNELS_RATIO_CRITICAL,
+    }

@@ -9,7 +9,7 @@ class HydrationConfig(AppConfig):
         from django.conf import settings
 
         from lindy import demo as core_demo
-        from lindy import navigation, schedules
+        from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
 
@@ -19,6 +19,7 @@ class HydrationConfig(AppConfig):
             offline,  # noqa: F401  (registers the offline policies of both routes)
             permissions,
             prompts,
+            selectors,
             signals,  # noqa: F401  (a new file system gets its schedule slot)
             summarizer,
             tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
@@ -32,6 +33,8 @@ class HydrationConfig(AppConfig):
 
         navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
                                                permissions.can_use_memory, order=11))
+        home.register(home.Tile("memory", "hydration/home_tile.html", permissions.can_use_memory,
+                                selectors.home_tile, order=20))
         schedules.register(schedules.Periodic(
             name="hydration.dispatch_due", task="hydration.tasks.dispatch_due", every_seconds=60,
             description="Starts the hydration run of every team and user memory whose 12-hour slot came "

@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 
 from memory import blame as memory_blame
+from memory import permissions as memory_permissions
+from memory import selectors as memory_selectors
 from memory.models import FileSystem, Revision
 
 from . import permissions
-from .models import Fact, FileSource, Item, Run, SourceKind, SourceState
+from .models import Fact, FileSource, Item, Run, Schedule, SourceKind, SourceState
 from .sources import SOURCES, sources_for
 
 
@@ -141,3 +144,29 @@ def blame(filesystem, file) -> list[BlameLine]:
                 items = sources_by_run.get((run.pk, path), [])
         result.append(BlameLine(line.number, text, line.revision_id, run, items, line.author_kind, line.author_label))
     return result
+
+
+def home_tile(user) -> dict | None:
+    """The home page's memory tile: for each file system the user reads, the verifier's verdict
+    on it now, its last hydration run and when the next scheduled one is due. A fixed number of
+    queries for the runs and schedules, and one cached head read per file system (a user reads
+    their own and their teams')."""
+    filesystems = memory_selectors.filesystems_for(user)
+    if not filesystems:
+        return None
+    ids = [fs.pk for fs in filesystems]
+    newest = Run.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
+    last_ids = dict(FileSystem.objects.filter(pk__in=ids).annotate(last=Subquery(newest)).values_list("pk", "last"))
+    runs = Run.objects.in_bulk([run_id for run_id in last_ids.values() if run_id])
+    due = dict(Schedule.objects.filter(filesystem_id__in=ids).values_list("filesystem_id", "next_run_at"))
+    rows = []
+    now = timezone.now()
+    for fs in filesystems:
+        last = runs.get(last_ids.get(fs.pk))
+        rows.append({
+            "fs": fs, "violations": memory_selectors.status(fs), "last": last,
+            "active": last is not None and last.status in Run.ACTIVE, "next_run_at": due.get(fs.pk),
+            "overdue": fs.pk in due and due[fs.pk] <= now,
+            "can_edit": memory_permissions.can_edit_filesystem(user, fs),
+        })
+    return {"rows": rows, "failing": sum(1 for row in rows if row["violations"])}

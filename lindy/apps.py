@@ -8,7 +8,7 @@ class LindyConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from . import navigation, permissions, schedules
+        from . import home, navigation, permissions, schedules  # noqa: F401 (home registers the core's tiles)
 
         post_migrate.connect(schedules.sync_on_migrate, sender=self)
         navigation.register(navigation.NavItem("tasks", "Tasks", "task-list", permissions.can_use_workspace, order=60))

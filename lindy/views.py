@@ -12,6 +12,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from . import home as home_tiles
 from . import outages, permissions, queue, selectors
 
 logger = logging.getLogger(__name__)
@@ -25,8 +26,9 @@ def _page(request, queryset):
 
 @login_required
 def home(request):
+    """What needs this person now: the tiles each app registered for their role (lindy/home.py)."""
     user = request.user
-    context = {"memberships": selectors.memberships_of(user)}
+    context = {"memberships": selectors.memberships_of(user), "tiles": home_tiles.tiles_for(user)}
     if permissions.can_use_workspace(user):
         context["recent_tasks"] = selectors.task_list(user)[:5]
         context["recent_meetings"] = selectors.meeting_list(user)[:5]

@@ -10,9 +10,9 @@ class RouterConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from lindy import demo as core_demo
-        from lindy import navigation, schedules
+        from lindy import home, navigation, schedules
 
-        from . import demo, offline_policies, permissions, prompts, routing, signals, variants  # noqa: F401  (offline rules, cache invalidation)
+        from . import demo, offline_policies, permissions, prompts, routing, selectors, signals, variants  # noqa: F401  (offline rules, cache invalidation)
         from .services.online_eval import JUDGE_ROUTE
 
         routing.register_route(JUDGE_ROUTE, owner=self.label,
@@ -25,6 +25,10 @@ class RouterConfig(AppConfig):
         navigation.register(
             navigation.NavItem("my-model", "My model", "router:my-model", permissions.can_choose_model_only, order=41)
         )
+        home.register(home.Tile("rollouts", "router/home_rollouts.html", permissions.can_manage_models,
+                                selectors.home_rollouts, order=10))
+        home.register(home.Tile("cost-trend", "router/home_costs.html", permissions.can_manage_models,
+                                selectors.home_cost_trend, order=30))
         schedules.register(
             schedules.Periodic(
                 name="router.guardrails",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -260,3 +260,69 @@ def rollout_events(rollout: Rollout):
 
 def selectable_targets():
     return Target.objects.filter(user_selectable=True).order_by("name")
+
+
+HOME_LIMIT = 5
+
+
+def home_rollouts(user) -> dict:
+    """The superuser's home page: every live (running or paused) rollout, newest first, with the
+    evidence it stands on: the offline eval (or the override) that let it start, its calls per arm
+    in the guardrail window and the guardrail's last verdict. Three bounded queries."""
+    live = Rollout.objects.filter(status__in=Rollout.ACTIVE)
+    rollouts = list(live.select_related("route", "baseline", "candidate").order_by("-created_at", "-pk")[:HOME_LIMIT])
+    count = len(rollouts) if len(rollouts) < HOME_LIMIT else live.count()
+    calls: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(ARMS, 0))
+    for rollout_id, arm, n in (
+        ModelCall.objects.filter(rollout__in=rollouts, arm__in=ARMS, created_at__gte=guardrail_since())
+        .values_list("rollout", "arm").annotate(n=Count("id")).order_by()
+    ):
+        calls[rollout_id][arm] = n
+    rows = []
+    for rollout in rollouts:
+        evidence = rollout.offline_evidence or {}
+        check = rollout.last_check or {}
+        rows.append({
+            "rollout": rollout, "calls": calls[rollout.pk],
+            "candidate_run": evidence.get("candidate_run"), "baseline_run": evidence.get("baseline_run"),
+            "override": rollout.override_reason,
+            "decision": check.get("decision", ""), "problems": len(check.get("problems", [])),
+            "pending": len(check.get("pending", [])),
+        })
+    return {"rows": rows, "count": count}
+
+
+def home_cost_trend(user, *, days: int = 14) -> dict:
+    """Cost and calls per day over the last `days` days (today included), this week against the
+    week before, and how many calls the offline provider answered (they cost nothing). One query."""
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    since = timezone.make_aware(datetime.combine(start, time.min))
+    rows = {
+        row["day"]: row
+        for row in usage_calls(user).filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at")).values("day")
+        .annotate(calls=Count("id"), cost=Sum("cost"), offline=Count("id", filter=Q(provider="offline")))
+        .order_by()
+    }
+    series = []
+    for i in range(days):
+        day = start + timedelta(days=i)
+        row = rows.get(day) or {}
+        series.append({"day": day, "calls": row.get("calls", 0), "cost": row.get("cost") or Decimal("0"),
+                       "offline": row.get("offline", 0)})
+    # The bars show cost; when nothing cost anything (the offline provider), they show calls.
+    top_cost = max((point["cost"] for point in series), default=Decimal("0"))
+    top_calls = max((point["calls"] for point in series), default=0)
+    for point in series:
+        if top_cost:
+            point["bar"] = int(100 * point["cost"] / top_cost)
+        else:
+            point["bar"] = int(100 * point["calls"] / top_calls) if top_calls else 0
+    week = sum((point["cost"] for point in series[-7:]), Decimal("0"))
+    before = sum((point["cost"] for point in series[-14:-7]), Decimal("0"))
+    return {
+        "series": series, "days": days, "week": week, "before": before, "bars": "cost" if top_cost else "calls",
+        "change_percent": float(100 * (week - before) / before) if before else None,
+        "calls": sum(point["calls"] for point in series), "offline": sum(point["offline"] for point in series),
+    }

@@ -7,7 +7,7 @@ class ValidatorConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import navigation, schedules
+        from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
         from router.services.evals import register_eval_gate, register_request_builder
@@ -18,7 +18,7 @@ class ValidatorConfig(AppConfig):
         from .eval_matrix import run_gate_failures
         from .eval_suite import build_request
         from .evals import eval_verdict
-        from .selectors import blocked_badge
+        from .selectors import blocked_badge, home_tile
         from .services import ROUTE
 
         register_route(ROUTE, owner=self.label,
@@ -29,6 +29,8 @@ class ValidatorConfig(AppConfig):
             "blocked-actions", "Blocked actions", "validator-blocked", permissions.can_review_actions, order=20,
             badge=blocked_badge,
         ))
+        home.register(home.Tile("blocked-actions", "validator/home_tile.html", permissions.can_review_actions,
+                                home_tile, order=10))
         navigation.register(navigation.NavItem(
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))

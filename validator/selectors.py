@@ -116,3 +116,15 @@ def recent_matrices(limit: int = 10) -> list:
 def candidate_counts() -> dict[str, int]:
     rows = EvalCandidate.objects.values("status").annotate(n=Count("id"))
     return {row["status"]: row["n"] for row in rows}
+
+
+HOME_RECENT = 3
+
+
+def home_tile(user) -> dict:
+    """The home page's "blocked actions waiting for you": the count (capped like the badge) and
+    the newest few. Two bounded queries."""
+    count = blocked_count(user)
+    recent = list(permissions.visible_decisions(user).filter(status=Decision.Status.BLOCKED)
+                  .select_related("task").order_by("-created_at", "-pk")[:HOME_RECENT])
+    return {"count": count, "label": f"{BADGE_CAP}+" if count > BADGE_CAP else str(count), "recent": recent}

@@ -171,7 +171,9 @@ def eval_candidate_list(request):
     queryset = (permissions.reviewable_candidates(request.user).filter(status=show)
                 .select_related("team", "proposed_by", "reviewed_by"))
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "validator/eval_candidates.html", {"page": page, "show": show})
+    return render(request, "validator/eval_candidates.html", {
+        "page": page, "show": show, "can_view_matrix": permissions.can_view_eval_matrix(request.user),
+    })
 
 
 @login_required

@@ -22,7 +22,7 @@
   window.lindyRatioChart = new Chart(document.getElementById("ratio-chart"), {
     type: "line",
     data: { labels: data.labels, datasets: ratioSets },
-    options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "sent per received" } } } }
+    options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true, title: { display: true, text: "sent per received" } } } }
   });
 
   var sum = function (key) {
@@ -37,6 +37,6 @@
       { label: "Received", data: sum("received"), backgroundColor: "#2ca02c" },
       { label: "Fallbacks to SMS", data: sum("fallbacks"), backgroundColor: "#ff7f0e" }
     ] },
-    options: { animation: false, scales: { y: { beginAtZero: true } } }
+    options: { animation: false, maintainAspectRatio: false, scales: { y: { beginAtZero: true } } }
   });
 })();

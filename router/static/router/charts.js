@@ -1,4 +1,5 @@
 // Draws every <canvas data-chart="ID"> from the JSON in <script id="ID">: {type, labels, datasets, options}.
+// Each canvas sits in a <div class="chart"> whose height it fills (lindy.css), so phones get a readable chart.
 (function () {
   function draw(root) {
     if (typeof Chart === "undefined") return;
@@ -10,7 +11,7 @@
       canvas._chart = new Chart(canvas, {
         type: spec.type || "line",
         data: {labels: spec.labels, datasets: spec.datasets},
-        options: Object.assign({responsive: true, animation: false, spanGaps: true,
+        options: Object.assign({responsive: true, maintainAspectRatio: false, animation: false, spanGaps: true,
                                 interaction: {mode: "index", intersect: false}}, spec.options || {}),
       });
       canvas.dataset.drawn = "1";
