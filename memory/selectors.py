@@ -15,7 +15,7 @@ from django.db.models.lookups import Contains
 
 from lindy.counting import capped_count
 
-from . import permissions
+from . import permissions, portable
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import SPECIAL, PathError, clean_path
 from .verifier import Violation, verify
@@ -212,3 +212,8 @@ def change_get(fs: FileSystem, change_id) -> FileChange:
 def files_content(fs: FileSystem) -> dict[str, str]:
     """Every file's text (path -> content): the draft the memory agent starts from."""
     return dict(MemoryFile.objects.filter(filesystem=fs).values_list("path", "content"))
+
+
+def filesystem_export(fs: FileSystem) -> bytes:
+    """The zip of `fs` (memory.portable): its markdown files and a manifest of its revisions."""
+    return portable.archive_build(fs)
