@@ -7,7 +7,7 @@ class ChannelsAppConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import home, navigation, schedules
+        from lindy import erasure, home, navigation, schedules
         from router.routing import register_route
 
         # Register the Celery tasks in every process (web too): services queue them by name.
@@ -17,7 +17,10 @@ class ChannelsAppConfig(AppConfig):
             selectors,
             tasks,  # noqa: F401
         )
+        from .services.erasure import user_texts_erase
         from .services.media import TRANSCRIBE_ROUTE
+
+        erasure.register("channels.inbound_messages", user_texts_erase)
 
         # Speech to text: no prompt to vary, so only the default variant (router.variants).
         register_route(TRANSCRIBE_ROUTE, owner=self.label,

@@ -1,6 +1,9 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.template.response import TemplateResponse
 
+from . import services
 from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
 
 
@@ -23,6 +26,31 @@ class UserAdmin(BaseUserAdmin):
     ]
     add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
     filter_horizontal = ["groups", "user_permissions"]
+    actions = ["delete_with_data"]
+
+    @admin.action(description="Delete selected users and all their data (shows what is removed)",
+                  permissions=["delete"])
+    def delete_with_data(self, request, queryset):
+        """First a page listing, per user, what would be removed (counted by deleting inside a
+        rolled-back transaction); on confirmation the deletion, and a message with the counts."""
+        users = list(queryset.order_by("email"))
+        if request.user in users:
+            self.message_user(request, "You cannot delete your own account here.", messages.ERROR)
+            return None
+        if request.POST.get("confirm") == "yes":
+            for user in users:
+                removed = services.user_delete(user=user)
+                self.message_user(request, removed.summary(), messages.SUCCESS)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Delete users and all their data",
+            "opts": self.model._meta,
+            "previews": [services.user_delete(user=user, dry_run=True) for user in users],
+            "users": users,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/lindy/user/delete_with_data.html", context)
 
 
 @admin.register(Team)

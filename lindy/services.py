@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import secrets
+from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 
+from django.apps import apps as django_apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from . import erasure
 from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
 
 HEARTBEAT_KEY = "lindy:heartbeat"
@@ -96,3 +100,46 @@ def heartbeat_record() -> datetime:
 
 def ping_record(*, token: str) -> None:
     cache.set(f"lindy:ping:{token}", timezone.now().isoformat(), timeout=600)
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What deleting a user removed (or would remove): rows per kind, from Django's own counts."""
+
+    email: str
+    counts: dict[str, int]  # "app.Model" -> rows
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def lines(self) -> list[tuple[str, int]]:
+        """(human name, rows), largest first: e.g. ("memory files", 12)."""
+        named = Counter[str]()
+        for label, count in self.counts.items():
+            try:
+                name = str(django_apps.get_model(label)._meta.verbose_name_plural)
+            except LookupError:
+                name = label
+            named[name] += count
+        return sorted(named.items(), key=lambda pair: (-pair[1], pair[0]))
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{count} {name}" for name, count in self.lines())
+        return f"Deleted {self.email} and {self.total} rows of their data: {parts}."
+
+
+def user_delete(*, user: User, dry_run: bool = False) -> Removed:
+    """Delete `user` with their memory, items, messages, conversations and tokens (lindy.erasure),
+    and say what was removed. `dry_run` deletes inside a transaction that is rolled back: the
+    counts are exactly what a real run would remove, and nothing changes."""
+    email = user.email
+    with transaction.atomic():
+        total = Counter[str]()
+        for eraser in erasure.erasers():
+            erasure.merge(total, eraser(user))
+        _, counts = User.objects.filter(pk=user.pk).delete()
+        erasure.merge(total, counts)
+        if dry_run:
+            transaction.set_rollback(True)
+    return Removed(email=email, counts=dict(total))

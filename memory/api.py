@@ -9,13 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
-from ninja import Field, Query, Router, Schema
+from django.http import HttpResponse
+from ninja import Field, File, Query, Router, Schema, UploadedFile
 from ninja.pagination import paginate
 
 from lindy.api_errors import ApiError
 from lindy.pagination import MAX_LIMIT, BoundedLimitOffset, PageIn
 
-from . import diffs, permissions, selectors, services
+from . import diffs, permissions, portable, selectors, services
 from .models import VIA_API, FileSystem, MemoryFile
 from .paths import PathError, clean_path
 
@@ -281,3 +282,20 @@ def revision_revert(request, fs_id: int, revision_id: int, payload: RevertIn | N
 
 
 
+@router.get("/filesystems/{fs_id}/export", summary="The file system as a zip: its markdown files and manifest.json",
+            response={200: bytes})
+def export_zip(request, fs_id: int):
+    fs = _fs(request, fs_id)
+    response = HttpResponse(selectors.filesystem_export(fs), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{portable.export_name(fs)}"'
+    return response
+
+
+@router.post("/filesystems/{fs_id}/import", response=WriteOut,
+             summary="Make the file system a zip's markdown files, as one revision through the verifier")
+def import_zip(request, fs_id: int, archive: UploadedFile = File(...)):
+    fs = _editable(request, fs_id)
+    files = _write(lambda: portable.archive_read(archive, size=archive.size))
+    revision = _write(lambda: services.filesystem_import(filesystem=fs, files=files, author_kind=AUTHOR,
+                                                         author=request.user, source_id=(archive.name or "")[:100]))
+    return _written(fs, revision, None)

@@ -105,6 +105,8 @@ class MemoryFile(models.Model):
 # source_kind of a revision that puts a file back to its text before a change (source_id: that
 # change): memory.blame gives the restored lines back to whoever wrote them then.
 RESTORE_SOURCE = "file_restore"
+# source_kind of a revision that made the file system a zip's files (memory.portable).
+IMPORT_SOURCE = "zip_import"
 # source_kind of a person's write, saying where they typed it.
 VIA_BROWSER = "browser"
 VIA_API = "api"

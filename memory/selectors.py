@@ -13,7 +13,7 @@ from django.db.models import Count, Q, QuerySet
 
 from lindy.counting import capped_count
 
-from . import links, permissions
+from . import links, permissions, portable
 from .draft import Change, Draft, MemoryWriteError, TokenCounter, check_content, check_path
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path
@@ -278,3 +278,6 @@ def last_change(fs: FileSystem, path: str) -> FileChange | None:
     """The newest change that left a file at `path`, with its revision and author."""
     return (FileChange.objects.filter(filesystem=fs, path=path).select_related("revision", "revision__author")
             .order_by("-pk").first())
+def filesystem_export(fs: FileSystem) -> bytes:
+    """The zip of `fs` (memory.portable): its markdown files and a manifest of its revisions."""
+    return portable.archive_build(fs)

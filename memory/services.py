@@ -36,7 +36,7 @@ from .draft import (
     check_path,
     written_contents,
 )
-from .models import RESTORE_SOURCE, FileChange, FileSystem, MemoryFile, Revision
+from .models import IMPORT_SOURCE, RESTORE_SOURCE, FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
 from .verifier import Budgets, Violation, linked_paths, verify
 
@@ -304,6 +304,29 @@ def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_to
     return fs
 
 
+def filesystem_import(*, filesystem: FileSystem, files: dict[str, str], author_kind: str, author=None,
+                      message: str = "", source_id: str = "") -> Revision:
+    """Make the file system exactly `files` (path -> text; see memory.portable.archive_read) as
+    ONE revision through the verifier: files the zip has are created or updated, files it lacks
+    are deleted (index.md and master.md, which cannot be, are emptied). Refused whole (VerificationFailed, with the violations) if the result would
+    break the invariant; NothingChanged if the files already are the zip's."""
+    live = dict(MemoryFile.objects.filter(filesystem=filesystem).values_list("path", "version"))
+    # index.md and master.md cannot be deleted: one the zip lacks is emptied.
+    changes = [Change("update", path, content="", base_version=version) if path in SPECIAL
+               else Change("delete", path, base_version=version)
+               for path, version in sorted(live.items()) if path not in files]
+    for path, content in sorted(files.items()):
+        if path in live:
+            changes.append(Change("update", path, content=content, base_version=live[path]))
+        else:
+            changes.append(Change("create", path, content=content))
+    created = sum(1 for path in files if path not in live)
+    deleted = sum(1 for path in live if path not in files and path not in SPECIAL)
+    summary = f"Import: {len(files)} files ({created} new, {deleted} removed)"
+    return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
+                         message=message or summary, source_kind=IMPORT_SOURCE, source_id=source_id)
+
+
 # File systems come with their team or user.
 
 def _create_filesystem(**holder) -> FileSystem:
@@ -328,6 +351,6 @@ def filesystem_for_user(user) -> FileSystem:
 __all__ = [
     "MAX_FILE_BYTES", "OPS", "AlreadyExists", "AuthorKind", "Change", "Draft", "FileNotFound", "InvalidChange",
     "MemoryWriteError", "NothingChanged", "StaleVersion", "TokenCounter", "VerificationFailed", "budgets_update",
-    "changes_apply", "draft_verify", "file_delete", "file_move", "file_restore", "file_write", "filesystem_for_team",
+    "changes_apply", "draft_verify", "file_delete", "filesystem_import", "file_move", "file_restore", "file_write", "filesystem_for_team",
     "filesystem_for_user", "revision_revert",
 ]

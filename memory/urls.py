@@ -20,4 +20,6 @@ urlpatterns = [
     path("<int:fs_id>/revisions/<int:revision_id>/revert", views.revision_revert, name="revert"),
     path("<int:fs_id>/changes/<int:change_id>/restore", views.change_restore, name="restore"),
     path("<int:fs_id>/settings", views.settings_view, name="settings"),
+    path("<int:fs_id>/export.zip", views.export_zip, name="export"),
+    path("<int:fs_id>/import", views.import_zip, name="import"),
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from lindy.counting import CappedPaginator, CountedPaginator, page_number
 from lindy.middleware import accepts_large_form
 
-from . import blame, diff_html, diffs, permissions, selectors, services
+from . import blame, diff_html, diffs, permissions, portable, selectors, services
 from .context import context_for
 from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
@@ -435,3 +435,33 @@ def settings_view(request, fs_id):
         return redirect("memory:settings", fs.pk)
     return render(request, "memory/settings.html", context)
 
+
+
+@login_required
+def export_zip(request, fs_id):
+    """The file system as a zip of its markdown files and a manifest of its revisions."""
+    fs = _fs(request, fs_id)
+    response = HttpResponse(selectors.filesystem_export(fs), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{portable.export_name(fs)}"'
+    return response
+
+
+@login_required
+def import_zip(request, fs_id):
+    """Replace the file system with a zip's markdown files, as one revision through the verifier."""
+    fs = _editable(request, fs_id)
+    context = _base(request, fs)
+    if request.method == "POST":
+        upload = request.FILES.get("archive")
+        try:
+            if upload is None:
+                raise portable.ArchiveRefused("Choose a zip file to import.")
+            files = portable.archive_read(upload, size=upload.size)
+            revision = services.filesystem_import(filesystem=fs, files=files, author_kind=AUTHOR,
+                                                  author=request.user, source_id=(upload.name or "")[:100])
+        except services.MemoryWriteError as exc:
+            context["error"] = exc
+            return render(request, "memory/import.html", context, status=exc.status)
+        messages.success(request, f"Imported {len(files)} files as revision {revision.pk}.")
+        return redirect("memory:revision", fs.pk, revision.pk)
+    return render(request, "memory/import.html", context)
