@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "validator",
     "channels_app",
     "agent",
+    "drafting",
 ]
 
 MIDDLEWARE = [
