@@ -1,13 +1,12 @@
 """/api/drafting/: the user's drafts and the charts' numbers."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 
 from django.http import Http404
 from ninja import Field, Query, Router, Schema
 from ninja.pagination import paginate
+from pydantic import field_validator
 
 from lindy.pagination import BoundedLimitOffset
 
@@ -54,8 +53,15 @@ class DraftFilter(Schema):
 
 class ChartsIn(Schema):
     team: int | None = Field(None, ge=1, description="A team you administer; empty for your own pairs.")
-    days: Literal[7, 30, 90] = 30
+    days: int = Field(30, description="7, 30 or 90.")
     period: Literal["day", "week"] = "day"
+
+    @field_validator("days")
+    @classmethod
+    def _days(cls, value: int) -> int:
+        if value not in (7, 30, 90):
+            raise ValueError("days is 7, 30 or 90")
+        return value
 
 
 def _member(request):

@@ -69,9 +69,9 @@ def heavy_edit_series(pairs: QuerySet[DraftPair], *, period: str = "day") -> dic
     trunc = TruncWeek if period == "week" else TruncDate
     rows = (pairs.order_by().annotate(period=trunc("created_at"))
             .values("period", "draft__target_name", "draft__prompt_variant")
-            .annotate(scorable=Count("pk", filter=Q(scorable=True)),
-                      heavy=Count("pk", filter=Q(scorable=True, heavy_edit=True)),
-                      unscorable=Count("pk", filter=Q(scorable=False))))
+            .annotate(n_scorable=Count("pk", filter=Q(scorable=True)),
+                      n_heavy=Count("pk", filter=Q(scorable=True, heavy_edit=True)),
+                      n_unscorable=Count("pk", filter=Q(scorable=False))))
     cells: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
     periods: set[str] = set()
     for row in rows:
@@ -85,11 +85,11 @@ def heavy_edit_series(pairs: QuerySet[DraftPair], *, period: str = "day") -> dic
     for (target, variant), by_period in sorted(cells.items()):
         out: dict = {"target": target, "variant": variant, "rate": [], "heavy": [], "scorable": [], "unscorable": []}
         for label in labels:
-            row = by_period.get(label) or {"scorable": 0, "heavy": 0, "unscorable": 0}
-            out["rate"].append(round(100 * row["heavy"] / row["scorable"], 1) if row["scorable"] else None)
+            row = by_period.get(label) or {"n_scorable": 0, "n_heavy": 0, "n_unscorable": 0}
+            out["rate"].append(round(100 * row["n_heavy"] / row["n_scorable"], 1) if row["n_scorable"] else None)
             for field in ("heavy", "scorable", "unscorable"):
-                out[field].append(row[field])
-                sums[field] += row[field]
+                out[field].append(row[f"n_{field}"])
+                sums[field] += row[f"n_{field}"]
         series.append(out)
     totals: dict = {**sums, "rate": round(100 * sums["heavy"] / sums["scorable"], 1) if sums["scorable"] else None}
     return {"period": "week" if period == "week" else "day", "periods": labels, "series": series, "total": totals}
