@@ -22,5 +22,6 @@ urlpatterns = [
     path("router/", include("router.urls")),
     path("hydration/", include("hydration.urls")),
     path("channels/", include("channels_app.urls")),
+    path("drafting/", include("drafting.urls")),
     path("", include("channels_app.slack_urls")),
 ]

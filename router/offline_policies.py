@@ -1,14 +1,9 @@
-"""Offline rules: the online judge (a route the router owns), and a reference drafter for
-the `email.draft` eval set. No app drafts email yet, so no app registers that route and the
-demo writes nothing for it; the drafting app will register it and take these over.
+"""Offline rules of the routes the router owns: the online judge. (The `email.draft` drafter
+is the drafting app's: drafting/offline.py.)
 
 Without a model the judge cannot read meaning, so its rule is deliberately plain: an answer
 with content (text or a tool call) scores 8, an empty one 2. It keeps the guardrail loop
-running in the demo; real scores need a real model.
-
-The offline drafter turns the user's instruction (the text after the fenced email thread)
-into a reply addressed to the sender's first name. It copies nothing else from inside the
-fence, so instructions hidden in an email never reach the draft."""
+running in the demo; real scores need a real model."""
 
 import json
 import re
@@ -29,28 +24,3 @@ def judge(request) -> OfflineReply:
     score = 8 if has_content else 2
     reason = "The answer has content (offline rule)." if has_content else "The answer is empty (offline rule)."
     return OfflineReply(tool_calls=[tool_call("record_score", {"score": score, "reason": reason})])
-
-
-FENCE = re.compile(r"<<<DATA[^>]*>>>\n?(.*?)<<<END DATA>>>", re.S)
-SENDER = re.compile(r"^From:\s*([A-Za-z][A-Za-z'-]*)", re.M)
-ASK = re.compile(r"The user asks:\s*(.+)", re.S)
-
-
-def _first_name(thread: str) -> str:
-    match = SENDER.search(thread)
-    return match.group(1).capitalize() if match else ""
-
-
-@offline_policy("email.draft")
-def draft(request) -> OfflineReply:
-    text = request.last_user_text()
-    fenced = FENCE.search(text)
-    outside = FENCE.sub("", text)
-    ask = ASK.search(outside)
-    instruction = (ask.group(1) if ask else outside).strip()
-    name = _first_name(fenced.group(1)) if fenced else ""
-    if not instruction:
-        return OfflineReply(text="")
-    greeting = f"Hi {name}," if name else "Hi,"
-    body = instruction[0].upper() + instruction[1:]
-    return OfflineReply(text=f"{greeting}\n\n{body}\n\n(Offline draft: the user's instruction, not yet in their voice.)")
