@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "hydration",
     "validator",
     "channels_app",
+    "analyst",
     "agent",
 ]
 
