@@ -12,7 +12,16 @@ class RouterConfig(AppConfig):
         from lindy import demo as core_demo
         from lindy import navigation, schedules
 
-        from . import demo, offline_policies, permissions, prompts, routing, signals, variants  # noqa: F401  (offline rules, cache invalidation)
+        from . import (  # noqa: F401  (offline rules, cache invalidation)
+            demo,
+            offline_policies,
+            permissions,
+            prompts,
+            routing,
+            signals,
+            tasks,  # noqa: F401  (registers optimization_run, which services enqueue by name)
+            variants,
+        )
         from .services.online_eval import JUDGE_ROUTE
 
         routing.register_route(JUDGE_ROUTE, owner=self.label,

@@ -491,6 +491,7 @@ class OptimizationRun(models.Model):
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     lease_task_id = models.CharField(max_length=100, blank=True, help_text="The delivery running it.")
+    lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid of the process running it.")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")

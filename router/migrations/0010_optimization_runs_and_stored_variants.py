@@ -63,6 +63,7 @@ class Migration(migrations.Migration):
                 ('error', models.TextField(blank=True)),
                 ('attempts', models.PositiveSmallIntegerField(default=0)),
                 ('lease_task_id', models.CharField(blank=True, help_text='The delivery running it.', max_length=100)),
+                ('lease_holder', models.CharField(blank=True, help_text='host:pid of the process running it.', max_length=200)),
                 ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),

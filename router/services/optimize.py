@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -332,8 +333,8 @@ def _claim(run_id: int, task_id: str) -> OptimizationRun | None:
         if run.status == OptimizationRun.Status.RUNNING and fresh and task_id != run.lease_task_id:
             return None
         run.status, run.attempts, run.heartbeat_at = OptimizationRun.Status.RUNNING, run.attempts + 1, now
-        run.lease_task_id = task_id
-        run.save(update_fields=["status", "attempts", "heartbeat_at", "lease_task_id"])
+        run.lease_task_id, run.lease_holder = task_id, f"{socket.gethostname()}:{os.getpid()}"
+        run.save(update_fields=["status", "attempts", "heartbeat_at", "lease_task_id", "lease_holder"])
         return run
 
 

@@ -131,3 +131,39 @@ def test_the_offline_reflection_is_deterministic(validator):
     again = sorted(PromptVariant.objects.filter(optimization=second).values_list("components", flat=True), key=str)
     assert names == again
     assert optimize.optimizable("validator") and not optimize.optimizable("router.online_eval")
+
+
+def test_the_route_page_button_queues_a_run_and_its_page_shows_progress_and_spend(validator, cast,
+                                                                                 django_capture_on_commit_callbacks):
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    page = client.get("/router/routes/validator/")
+    assert b'data-action="optimize"' in page.content and b"Offline provider in use" in page.content
+    target = Target.objects.get(name="offline-rules")
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post("/router/routes/validator/optimizations/", {
+            "target": target.pk, "parent_variant": "default", "budget_usd": "2", "budget_calls": "150",
+            "budget_tokens": "1000000"})
+    run = OptimizationRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/router/optimizations/{run.pk}/"
+    assert (run.status, run.budget_calls, run.budget_usd) == ("queued", 150, Decimal("2"))
+    services.optimization_run_execute(run_id=run.pk)  # what the worker does
+    detail = client.get(f"/router/optimizations/{run.pk}/", HTTP_HX_REQUEST="true")
+    assert b"<html" not in detail.content and b"data-spend" in detail.content
+    run.refresh_from_db()
+    assert f"<strong>{run.spent_calls}</strong> of 150 calls".encode() in detail.content
+    for candidate in run.candidates.all():
+        assert f'data-candidate-variant="{candidate.name}"'.encode() in detail.content
+    # Stored candidates are listed on the route page as stored variants that need their own eval.
+    assert b"data-stored-variant" in client.get("/router/routes/validator/").content
+
+
+def test_the_button_refuses_a_bad_budget_with_a_400_and_records_nothing(validator, cast):
+    from tests.conftest import client_for
+
+    response = client_for(cast.superuser).post("/router/routes/validator/optimizations/", {
+        "target": Target.objects.get(name="offline-rules").pk, "parent_variant": "default", "budget_usd": "-3",
+        "budget_calls": "10", "budget_tokens": "10"})
+    assert response.status_code == 400 and not OptimizationRun.objects.exists()
+    assert client_for(cast.admin).post("/router/routes/validator/optimizations/", {}).status_code == 404
