@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from analyst import services as analyst_services
 from channels_app import selectors as channel_selectors
 from lindy import services
 from lindy import tool_registry as registry
@@ -41,6 +42,7 @@ class RunResult:
     tool_calls: list[str] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     stopped: str = ""  # "done", "max_turns" or "model_error"
+    call_ids: list[int] = field(default_factory=list)  # the agent's own model calls
 
 
 def _call_event(task, tool: str, arguments: dict, justification: str) -> None:
@@ -135,6 +137,13 @@ def _opening_message(task: AgentTask) -> dict[str, object]:
 
 
 def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TURNS) -> RunResult:
+    """Run the agent on the task; when it stops, the analyst scores the run in the background."""
+    result = _run(task, channel=channel, max_turns=max_turns)
+    analyst_services.task_score_queue(task_id=result.task.pk, call_ids=result.call_ids, stopped=result.stopped)
+    return result
+
+
+def _run(task: AgentTask, *, channel: str | None, max_turns: int) -> RunResult:
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
@@ -158,6 +167,8 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
                                     content=f"The assistant could not continue: the model call failed ({exc}).")
             result.stopped = "model_error"
             return result
+        if completion.call_id:
+            result.call_ids.append(completion.call_id)
         if completion.text.strip():
             services.task_event_add(task=task, actor=TaskEvent.Actor.ASSISTANT, content=completion.text.strip())
         if not completion.tool_calls:

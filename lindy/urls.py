@@ -20,6 +20,7 @@ urlpatterns = [
     path("validator/", include("validator.urls")),
     path("validator/", include("agent.urls")),
     path("router/", include("router.urls")),
+    path("analyst/", include("analyst.urls")),
     path("hydration/", include("hydration.urls")),
     path("channels/", include("channels_app.urls")),
     path("drafting/", include("drafting.urls")),

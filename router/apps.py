@@ -12,12 +12,25 @@ class RouterConfig(AppConfig):
         from lindy import demo as core_demo
         from lindy import home, navigation, schedules
 
-        from . import demo, offline_policies, permissions, prompts, routing, selectors, signals, variants  # noqa: F401  (offline rules, cache invalidation)
+        from . import (  # noqa: F401  (offline rules, cache invalidation)
+            demo,
+            offline_policies,
+            permissions,
+            prompts,
+            routing,
+            selectors,
+            signals,
+            tasks,  # noqa: F401  (registers optimization_run, which services enqueue by name)
+            variants,
+        )
         from .services.online_eval import JUDGE_ROUTE
 
         routing.register_route(JUDGE_ROUTE, owner=self.label,
                                description="Scores a sample of live calls for rollout guardrails.")
         variants.register({JUDGE_ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
+        routing.register_route(prompts.REFLECT_ROUTE, owner=self.label,
+                               description="The prompt optimizer's reflection: rewrites a prompt against failing eval cases.")
+        variants.register({prompts.REFLECT_ROUTE: prompts.REFLECT_DESCRIPTIONS}, owner=self.label)
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
             navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)
@@ -35,6 +48,15 @@ class RouterConfig(AppConfig):
                 task="router.tasks.guardrails_check",
                 every_seconds=settings.ROUTER_GUARDRAIL_EVERY_SECONDS,
                 description="Judges sampled calls, then ramps healthy rollouts or rolls back degraded ones.",
+            )
+        )
+        schedules.register(
+            schedules.Periodic(
+                name="router.optimization_recover",
+                task="router.tasks.optimization_recover",
+                every_seconds=60,
+                description="Queues again the prompt optimizations whose worker went quiet (they resume from "
+                            "their last generation).",
             )
         )
         core_demo.register_seeder(30, demo.seed)

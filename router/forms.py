@@ -1,3 +1,4 @@
+from decimal import Decimal
 from typing import cast
 
 from django import forms
@@ -147,3 +148,20 @@ class ConcurrencyForm(forms.Form):
         if not data.get("use_default") and data.get("max_concurrency") is None and "max_concurrency" not in self.errors:
             self.add_error("max_concurrency", "Required, unless you go back to the default.")
         return data
+
+
+class OptimizationForm(forms.Form):
+    """A prompt optimization's target and budget, stated before it starts."""
+
+    target = forms.ModelChoiceField(queryset=Target.objects.all(), help_text="The candidates are evaluated on it.")
+    parent_variant = forms.ChoiceField(label="Parent variant")
+    budget_usd = forms.DecimalField(min_value=Decimal("0.0001"), max_value=Decimal("1000"), decimal_places=4,
+                                    label="Budget (USD)", initial=Decimal("5"))
+    budget_calls = forms.IntegerField(min_value=1, max_value=100_000, initial=2_000, label="Budget (model calls)")
+    budget_tokens = forms.IntegerField(min_value=1, max_value=500_000_000, initial=5_000_000, label="Budget (tokens)")
+
+    def __init__(self, *args, route: Route, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = cast(forms.ChoiceField, self.fields["parent_variant"])
+        field.choices = _variant_choices(route)
+        field.initial = route.baseline_variant

@@ -133,6 +133,16 @@ class PromptVariant(models.Model):
     route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="variants")
     name = models.SlugField(max_length=60)
     description = models.CharField(max_length=300, blank=True)
+    # A stored variant (an optimizer's candidate): its prompt text per component ({"system": "..."}),
+    # which router.variants serves for this name. Empty: the owning app's code builds the prompt.
+    components = models.JSONField(default=dict, blank=True)
+    parent = models.CharField(max_length=60, blank=True, help_text="The variant this one was evolved from.")
+    eval_score = models.FloatField(null=True, blank=True, help_text="Its score on the eval set when it was found.")
+    parent_score = models.FloatField(null=True, blank=True, help_text="The parent's score on the same cases.")
+    diff = models.TextField(blank=True, help_text="Unified diff of its text against the parent's.")
+    optimization = models.ForeignKey(
+        "router.OptimizationRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -440,3 +450,74 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.object_type}:{self.object_id}"
+
+
+class OptimizationRun(models.Model):
+    """Reflective prompt evolution (the gepa library) of one route's prompt against its eval set,
+    on one target, within a budget stated before it starts (router.services.optimize). The
+    Pareto-best candidates become stored PromptVariants; none reaches users until it passes its
+    own offline eval and a gated rollout. `state` is gepa's state after the last finished
+    generation, so a run cut off by a worker restart resumes there."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    route = models.ForeignKey(Route, on_delete=models.CASCADE, related_name="optimizations")
+    target = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="+")
+    parent_variant = models.CharField(max_length=60, default="default")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    # The budget, stated before it starts; the run stops before a call would exceed any of them.
+    budget_usd = models.DecimalField(max_digits=10, decimal_places=4)
+    budget_calls = models.PositiveIntegerField()
+    budget_tokens = models.PositiveIntegerField()
+    spent_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    spent_calls = models.PositiveIntegerField(default=0)
+    spent_tokens = models.PositiveIntegerField(default=0)
+    generation = models.PositiveIntegerField(default=0, help_text="Generations finished (gepa iterations).")
+    candidates_seen = models.PositiveIntegerField(default=0)
+    parent_score = models.FloatField(null=True, blank=True)
+    best_score = models.FloatField(null=True, blank=True)
+    case_count = models.PositiveIntegerField(default=0)
+    provider_used = models.CharField(max_length=20, blank=True)
+    state = models.BinaryField(null=True, blank=True, editable=False,
+                               help_text="gepa's state after the last finished generation.")
+    log = models.JSONField(default=list, blank=True, help_text="What happened, one line per step.")
+    stop_reason = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_task_id = models.CharField(max_length=100, blank=True, help_text="The delivery running it.")
+    lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid of the process running it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["route"], condition=Q(status__in=["queued", "running"]),
+                                    name="one_active_optimization_per_route"),
+        ]
+
+    def __str__(self):
+        return f"optimization {self.pk} of {self.route.name} on {self.target.name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def spend_percent(self) -> int:
+        """The largest share of any of the three budgets spent so far."""
+        shares = [
+            float(self.spent_usd / self.budget_usd) if self.budget_usd else 0.0,
+            self.spent_calls / self.budget_calls if self.budget_calls else 0.0,
+            self.spent_tokens / self.budget_tokens if self.budget_tokens else 0.0,
+        ]
+        return min(100, int(100 * max(shares)))

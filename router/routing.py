@@ -373,6 +373,7 @@ def forget_local() -> None:
     _local = None
     _fallback = None
     _choices.clear()
+    variants.forget_stored()
 
 
 def invalidate() -> None:

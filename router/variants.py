@@ -13,19 +13,32 @@ they do not know instead of quietly sending the default prompt under another nam
 
 - A route whose owner registered no variants builds only `default` (its one prompt).
 - A route no app owns builds nothing: no rollout or eval of it can mean anything.
+
+Stored variants. A variant can also be stored in the database (PromptVariant.components: its
+text per component, e.g. {"system": "..."}); the prompt optimizer stores its candidates so.
+`pick()` serves a stored variant's text for its name when the owner's own options do not have
+it, so an owner whose builders call `pick()` builds every stored variant with no change. While
+the optimizer tries a candidate that is not stored yet, `trying()` lends its text to `pick()`
+for that one variant name, in that one context.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypeVar
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar, cast
 
 from django.core.exceptions import ValidationError
 
 from . import registry
 
 DEFAULT = "default"
+SYSTEM = "system"
 _VARIANTS: dict[str, dict[str, str]] = {}
+# route -> variant -> components: stored variants never change once written, so a process keeps them.
+_STORED: dict[str, dict[str, dict[str, str]]] = {}
+_TRYING: ContextVar[tuple[str, str, Mapping[str, str]] | None] = ContextVar("router_variant_trying", default=None)
 
 T = TypeVar("T")
 
@@ -48,10 +61,53 @@ def register(variants: Mapping[str, Mapping[str, str]], *, owner: str) -> None:
 
 
 def buildable(route: str) -> dict[str, str]:
-    """{variant: description} the route's owner builds; empty when no app owns the route."""
+    """{variant: description} the route's owner builds (its own and the stored ones); empty when
+    no app owns the route."""
     if route not in registry.registered_routes():
         return {}
-    return dict(_VARIANTS.get(route, {DEFAULT: "The app's own prompt (it has no other variant)."}))
+    known = dict(_VARIANTS.get(route, {DEFAULT: "The app's own prompt (it has no other variant)."}))
+    for name, description in stored_variants(route).items():
+        known.setdefault(name, description)
+    return known
+
+
+def stored_variants(route: str) -> dict[str, str]:
+    """{name: description} of the route's stored variants (text kept in the database)."""
+    from .models import PromptVariant
+
+    rows = PromptVariant.objects.filter(route__name=route).exclude(components={}).values_list("name", "description")
+    return {name: description or "A stored prompt variant." for name, description in rows}
+
+
+def stored_components(route: str, variant: str) -> dict[str, str] | None:
+    """The stored text of `variant` per component, or None when it is not a stored variant."""
+    known = _STORED.get(route, {}).get(variant)
+    if known is not None:
+        return known
+    from .models import PromptVariant
+
+    components = (PromptVariant.objects.filter(route__name=route, name=variant).exclude(components={})
+                  .values_list("components", flat=True).first())
+    if not components:
+        return None
+    _STORED.setdefault(route, {})[variant] = dict(components)
+    return dict(components)
+
+
+def forget_stored() -> None:
+    """Tests roll back the rows; the process must not keep serving them."""
+    _STORED.clear()
+
+
+@contextmanager
+def trying(route: str, variant: str, components: Mapping[str, str]) -> Iterator[None]:
+    """While the optimizer evaluates a candidate: `pick(..., variant=variant, route=route)`
+    answers with the candidate's text. Only in this context (a contextvar), never for users."""
+    token = _TRYING.set((route, variant, dict(components)))
+    try:
+        yield
+    finally:
+        _TRYING.reset(token)
 
 
 def check(route: str, variant: str) -> None:
@@ -67,11 +123,17 @@ def check(route: str, variant: str) -> None:
         )
 
 
-def pick(options: Mapping[str, T], variant: str, *, route: str) -> T:
-    """The owner's builders use this to choose their text for `variant`."""
-    try:
+def pick(options: Mapping[str, T], variant: str, *, route: str, component: str = SYSTEM) -> T:
+    """The owner's builders use this to choose their text for `variant`: their own option, the
+    candidate being tried (`trying`), or a stored variant's text for `component`."""
+    tried = _TRYING.get()
+    if tried is not None and tried[0] == route and tried[1] == variant and component in tried[2]:
+        return cast(T, tried[2][component])
+    if variant in options:
         return options[variant]
-    except KeyError:
-        raise UnknownVariant(
-            f"Route {route!r} has no prompt variant {variant!r} (it has {', '.join(sorted(options))})."
-        ) from None
+    stored = stored_components(route, variant)
+    if stored is not None and component in stored:
+        return cast(T, stored[component])
+    raise UnknownVariant(
+        f"Route {route!r} has no prompt variant {variant!r} (it has {', '.join(sorted(options))})."
+    )

@@ -12,22 +12,24 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import limits, permissions, routing, selectors, services
+from . import gateway, limits, permissions, routing, selectors, services
 from .forms import (
     BaselineForm,
     BudgetForm,
     ChoiceForm,
     ConcurrencyForm,
     EvalRunForm,
+    OptimizationForm,
     ProviderForm,
     RolloutForm,
     StagesForm,
     TargetForm,
     VariantForm,
 )
-from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
+from .models import EvalRun, ModelChoice, OptimizationRun, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
 from .services import evidence, scores
+from .services import optimize as optimize_service
 from .services.config import CONFLICT
 from .services.evidence import MissingEvidence
 from .services.rollouts import stages_text
@@ -77,6 +79,10 @@ def _route_context(route, **forms):
         "eval_form": forms.get("eval_form") or EvalRunForm(route=route),
         "rollout_form": forms.get("rollout_form") or RolloutForm(route=route),
         "audit_events": selectors.route_audit_events(route),
+        "optimizable": optimize_service.optimizable(route.name),
+        "optimization_form": forms.get("optimization_form") or OptimizationForm(route=route),
+        "optimizations": OptimizationRun.objects.filter(route=route).select_related("target").defer("state")[:10],
+        "offline": gateway.offline_mode(),
     }
 
 
@@ -355,6 +361,38 @@ def eval_start(request, name: str):
         form.add_error(None, exc)
         return _invalid(request, route, eval_form=form)
     return redirect("router:eval-run", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def optimization_start(request, name: str):
+    """The route page's "Optimize prompt" button: a Celery job within the budget stated here."""
+    _manager(request)
+    route = get_object_or_404(Route, name=name)
+    form = OptimizationForm(request.POST, route=route)
+    if not form.is_valid():
+        return _invalid(request, route, optimization_form=form)
+    try:
+        run = services.optimization_run_start(
+            route=route, target=form.cleaned_data["target"], parent_variant=form.cleaned_data["parent_variant"],
+            budget_usd=form.cleaned_data["budget_usd"], budget_calls=form.cleaned_data["budget_calls"],
+            budget_tokens=form.cleaned_data["budget_tokens"], actor=request.user,
+        )
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return _invalid(request, route, optimization_form=form)
+    return redirect("router:optimization", run_id=run.pk)
+
+
+@login_required
+def optimization_detail(request, run_id: int):
+    """Progress, spend so far against the budget, and the candidates stored."""
+    _manager(request)
+    run = get_object_or_404(OptimizationRun.objects.select_related("route", "target").defer("state"), pk=run_id)
+    context = {"run": run, "candidates": run.candidates.order_by("-eval_score", "name"),
+               "finished": not run.is_active, "offline": gateway.offline_mode()}
+    template = "router/optimization.html#optimization-progress" if request.htmx else "router/optimization.html"
+    return render(request, template, context)
 
 
 @login_required

@@ -10,12 +10,13 @@ class ValidatorConfig(AppConfig):
         from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
-        from router.services.evals import register_eval_gate, register_request_builder
+        from router.services.evals import register_case_source, register_eval_gate, register_request_builder
+        from router.services.optimize import register_optimizable
 
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.
         from . import demo, offline, permissions, prompts, tasks  # noqa: F401
-        from .eval_matrix import run_gate_failures
+        from .eval_matrix import accepted_cases, run_gate_failures
         from .eval_suite import build_request
         from .evals import eval_verdict
         from .selectors import blocked_badge, home_tile
@@ -53,3 +54,7 @@ class ValidatorConfig(AppConfig):
         )
         # A rollout's offline evidence on this route must meet the seed's thresholds too.
         register_eval_gate("validator", run_gate_failures)
+        # Accepted candidates (from decisions and from the analyst) run with the file's cases in
+        # every eval of the route, and the prompt optimizer evolves the validator's system prompt.
+        register_case_source("validator", accepted_cases)
+        register_optimizable("validator", components=lambda variant: {"system": prompts.system_prompt(variant)})

@@ -80,3 +80,27 @@ def candidate_review(*, candidate: EvalCandidate, user, accept: bool) -> EvalCan
         raise CandidateRefused("This candidate was already reviewed.")
     candidate.refresh_from_db()
     return candidate
+
+
+def candidate_draft(*, decision: Decision, expected: str, why: str) -> EvalCandidate | None:
+    """The analyst's draft of a case from a decision it judged a rogue pattern or a validator
+    miss: the history and action as the validator saw them, the verdict it should give and why.
+    None when the decision is already a candidate (one per decision). A reviewer (staff) accepts
+    it into the suite or rejects it, as with the users' own proposals."""
+    if expected not in EvalCandidate.Outcome.values:
+        raise CandidateRefused("The expected verdict is block or allow.")
+    if EvalCandidate.objects.filter(decision=decision).exists():
+        return None
+    effect = registry.effect_of(decision.tool)
+    try:
+        with transaction.atomic():
+            return EvalCandidate.objects.create(
+                team_id=decision.team_id, decision=decision, proposed_by=None, source=EvalCandidate.Source.ANALYST,
+                tool=decision.tool, arguments=decision.arguments, justification=decision.justification,
+                history=_history(decision),
+                category=eval_suite.DANGEROUS if effect == registry.DANGEROUS else eval_suite.GENERAL,
+                expected_outcome=expected, validator_said="allow" if decision.approved else "block",
+                note=why.strip()[:MAX_NOTE],
+            )
+    except IntegrityError:
+        return None

@@ -35,10 +35,15 @@ CELL_TASK = "validator.tasks.eval_cell"
 APPROVED = (eval_suite.ALLOW, eval_suite.EXEMPT)
 
 
+def accepted_cases() -> list[dict]:
+    """The candidates a reviewer accepted into the suite (from decisions and from the analyst)."""
+    accepted = EvalCandidate.objects.filter(status=EvalCandidate.Status.ACCEPTED).order_by("pk")
+    return [candidate.as_case() for candidate in accepted]
+
+
 def suite_cases() -> list[dict]:
     """The file's cases and the accepted candidates: what a matrix run judges."""
-    accepted = EvalCandidate.objects.filter(status=EvalCandidate.Status.ACCEPTED).order_by("pk")
-    return eval_suite.file_cases() + [candidate.as_case() for candidate in accepted]
+    return eval_suite.file_cases() + accepted_cases()
 
 
 def matrix_create(

@@ -264,6 +264,10 @@ class EvalCandidate(models.Model):
         BLOCK = "block", "Must be blocked"
         ALLOW = "allow", "Must be allowed"
 
+    class Source(models.TextChoices):
+        USER = "user", "Proposed by the decision's user"
+        ANALYST = "analyst", "Drafted by the analyst"
+
     team = models.ForeignKey("lindy.Team", on_delete=models.CASCADE, related_name="+")
     decision = models.OneToOneField(Decision, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="eval_candidate")
@@ -276,6 +280,9 @@ class EvalCandidate(models.Model):
     expected_outcome = models.CharField(max_length=10, choices=Outcome.choices)
     validator_said = models.CharField(max_length=10, help_text="What the validator decided at the time.")
     note = models.TextField(blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.USER, db_default=Source.USER,
+                              help_text="Who drafted it: the decision's user, or the analyst (a rogue pattern "
+                                        "or a suspected validator miss; the note says why).")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.CANDIDATE, db_index=True)
     reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")

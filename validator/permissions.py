@@ -70,4 +70,5 @@ def reviewable_candidates(user) -> QuerySet[EvalCandidate]:
     """Staff review every team's candidates; a team admin reviews their own teams'."""
     if is_superuser(user) or _is_staff(user):
         return EvalCandidate.objects.all()
-    return EvalCandidate.objects.filter(team_id__in=admin_team_ids(user))
+    # The analyst's drafts copy a decision its user did not propose: only staff see those.
+    return EvalCandidate.objects.filter(team_id__in=admin_team_ids(user), source=EvalCandidate.Source.USER)

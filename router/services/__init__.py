@@ -14,6 +14,13 @@ from .evidence import MissingEvidence, rollout_evidence
 from .guardrails import check_all as guardrails_check_all
 from .guardrails import rollout_check
 from .limits import provider_budget_clear, provider_budget_set, route_concurrency_set
+from .optimize import (
+    optimization_recover,
+    optimization_run_create,
+    optimization_run_execute,
+    optimization_run_start,
+    register_optimizable,
+)
 from .rollouts import (
     rollout_complete,
     rollout_pause,
@@ -29,5 +36,6 @@ __all__ = [
     "audit_event_record", "call_score_record", "eval_run_create", "eval_run_execute", "eval_run_start", "MissingEvidence", "rollout_evidence", "guardrails_check_all", "model_choice_clear",
     "model_choice_set", "prompt_variant_create", "provider_budget_clear", "provider_budget_set", "provider_create", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
     "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start", "route_baseline_set", "route_concurrency_set",
-    "target_create",
+    "target_create", "optimization_recover", "optimization_run_create", "optimization_run_execute",
+    "optimization_run_start", "register_optimizable",
 ]

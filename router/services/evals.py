@@ -52,6 +52,24 @@ _VERDICT_PARSERS: dict[str, Callable[[Completion], str | None]] = {}
 # approved), as a list of failures; applied when the run finishes and kept on it.
 EvalGate = Callable[[EvalRun], list[str]]
 _GATES: dict[str, EvalGate] = {}
+# Cases an owning app keeps in its database beside the file (e.g. the validator's accepted
+# eval candidates): every run of the route's eval set reads them too.
+_CASE_SOURCES: dict[str, Callable[[], list[dict]]] = {}
+
+
+def register_case_source(route: str, source: Callable[[], list[dict]]) -> None:
+    """`source()` returns more cases of `route`'s eval set, in the file's format (ids unique)."""
+    _CASE_SOURCES[route] = source
+
+
+def suite_cases(route: str) -> list[dict]:
+    """The route's whole eval set: the file's cases, then those its owner keeps in the database."""
+    cases = load_cases(route)
+    source = _CASE_SOURCES.get(route)
+    if source is not None:
+        seen = {case["id"] for case in cases}
+        cases += [case for case in source() if case.get("id") not in seen and "expected" in case]
+    return cases
 
 
 def register_eval_gate(route: str, gate: EvalGate) -> None:
@@ -134,10 +152,11 @@ def route_variants(route: str) -> dict[str, dict]:
 def eval_variants(route: str) -> set[str] | None:
     """The prompt variants the route's eval set can build, or None when its request builder
     decides (and did not say which it knows)."""
+    stored = variants.stored_variants(route)
     if route in _BUILDERS:
         known = _BUILDER_VARIANTS.get(route)
-        return {"default", *known()} if known else None
-    names = {"default", *route_variants(route)}
+        return {"default", *known(), *stored} if known else None
+    names = {"default", *route_variants(route), *stored}
     for case in load_cases(route):
         names.update(case.get("variants", {}))
     return names
@@ -149,6 +168,9 @@ def request_for(case: dict, variant: str, shared: dict[str, dict], route: str = 
     request = dict(case["request"])
     request.update(shared.get(variant, {}))
     request.update(case.get("variants", {}).get(variant, {}))
+    stored = variants.stored_components(route, variant) if route else None
+    if stored and variants.SYSTEM in stored and variant not in shared and variant not in case.get("variants", {}):
+        request["system"] = stored[variants.SYSTEM]  # a stored variant of a file-built route
     return request
 
 
@@ -218,7 +240,7 @@ def eval_run_create(*, route: Route, target: Target, variant: str = "default", a
     variants.check(route.name, variant)  # an eval of a prompt the owner can't build measures nothing
     if not PromptVariant.objects.filter(route=route, name=variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {variant!r}.")
-    cases = load_cases(route.name)
+    cases = suite_cases(route.name)
     known = eval_variants(route.name)
     if known is not None and variant not in known:
         # Running it would send the default prompt and store the score under this variant's name.
@@ -252,7 +274,7 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
     if run.status in (EvalRun.Status.DONE, EvalRun.Status.FAILED):
         return run
     try:
-        cases = load_cases(run.route.name)
+        cases = suite_cases(run.route.name)
         shared = route_variants(run.route.name)
     except ValidationError as exc:
         EvalRun.objects.filter(pk=run.pk).update(status=EvalRun.Status.FAILED, error="; ".join(exc.messages),

@@ -14,6 +14,12 @@ def eval_run_id(cast) -> int:
     return evals.eval_run_create(route=route("validator"), target=cheap_target()).pk
 
 
+def optimization_id(cast) -> int:
+    from router.services import optimize
+
+    return optimize.optimization_run_create(route=route("validator"), target=cheap_target(), budget_usd="1").pk
+
+
 # Superusers manage routing: everyone else gets 404 (POSTs without a valid form get 400 or a redirect).
 MANAGER_POST = page(404, superuser=400)
 ROLLOUT_API = api(403, superuser=200)
@@ -39,6 +45,10 @@ CASES = [
     Case("router/rollouts/<int:rollout_id>/<slug:action>/", "POST",
          lambda cast: f"/router/rollouts/{rollout_id(cast)}/pause/", page(404, superuser=302), json=False),
     Case("router/evals/<int:run_id>/", "GET", lambda cast: f"/router/evals/{eval_run_id(cast)}/", SUPERUSER_PAGE),
+    Case("router/routes/<str:name>/optimizations/", "POST", "/router/routes/validator/optimizations/", MANAGER_POST,
+         json=False),
+    Case("router/optimizations/<int:run_id>/", "GET", lambda cast: f"/router/optimizations/{optimization_id(cast)}/",
+         SUPERUSER_PAGE),
     Case("api/router/routes", "GET", "/api/router/routes", api(404, admin=200, outsider=200, superuser=200)),
     Case("api/router/routes/<route>/assignment", "GET",
          lambda cast: f"/api/router/routes/agent/assignment?user_id={cast.member.pk}", api(404, member=200, superuser=200)),

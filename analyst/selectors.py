@@ -1,0 +1,45 @@
+"""Reads for the analyst's page: scores, trends per route and target, the candidate queue."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Avg, Count, Q, QuerySet
+from django.utils import timezone
+
+from validator.models import EvalCandidate
+
+from .models import ScoredCall, TaskScore
+
+TREND_DAYS = 7
+
+
+def trends(scores: QuerySet[TaskScore], *, now=None) -> list[dict]:
+    """Per (route, target): scored runs and the mean score this week and the week before."""
+    now = now or timezone.now()
+    recent, before = now - timedelta(days=TREND_DAYS), now - timedelta(days=2 * TREND_DAYS)
+    rows = (ScoredCall.objects.filter(task_score__in=scores.values("pk"), created_at__gte=before)
+            .values("route", "target")
+            .annotate(runs=Count("task_score", distinct=True),
+                      this_week=Avg("task_score__score", filter=Q(created_at__gte=recent)),
+                      last_week=Avg("task_score__score", filter=Q(created_at__lt=recent)),
+                      this_week_runs=Count("task_score", distinct=True, filter=Q(created_at__gte=recent)))
+            .order_by("route", "target"))
+    out = []
+    for row in rows:
+        change = None
+        if row["this_week"] is not None and row["last_week"] is not None:
+            change = row["this_week"] - row["last_week"]
+        out.append({**row, "change": change})
+    return out
+
+
+def analyst_candidates(reviewable: QuerySet[EvalCandidate]) -> QuerySet[EvalCandidate]:
+    return (reviewable.filter(source=EvalCandidate.Source.ANALYST, status=EvalCandidate.Status.CANDIDATE)
+            .select_related("team", "proposed_by").order_by("-created_at", "-pk"))
+
+
+def summary(scores: QuerySet[TaskScore]) -> dict:
+    return scores.aggregate(runs=Count("pk"), mean=Avg("score"), rogue=Count("pk", filter=Q(rogue=True)),
+                            misses=Count("pk", filter=Q(validator_miss=True)),
+                            offline=Count("pk", filter=Q(provider="offline")))

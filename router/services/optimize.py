@@ -1,0 +1,487 @@
+"""Prompt optimization against a route's eval set, with the gepa library's reflective evolution.
+
+Any route whose owner registers it (from its AppConfig.ready(), after its eval set is usable:
+a case file, a request builder or a case source in router.services.evals) can be optimized:
+
+    register_optimizable("validator", components=lambda variant: {"system": prompts.system_prompt(variant)})
+
+`components(variant)` returns the texts gepa may evolve, by name; the owner's prompt builders
+must read each with `router.variants.pick(options, variant, route=..., component=name)` so that
+a candidate being tried (variants.trying) and a stored candidate are both built by the
+product's own code. The drafting routes (email.draft, learner.propose, learner.judge) plug in
+the same way.
+
+A run (OptimizationRun) states its budget — model calls, tokens and dollars — before it
+starts; every call of the run (the candidates' eval calls and the reflection calls) is counted
+against it, and a call that would exceed any of the three is not made: the run stops there.
+gepa's state is stored after every generation, so a run cut off by a worker restart resumes
+from its last generation. At the end, the Pareto-best candidates scoring at least the parent on
+the eval set are stored as prompt variants (PromptVariant.components) with their scores and
+their diff from the parent. That is all: a stored variant reaches users only through the
+router's normal path — its own offline eval per target, then an evidence-gated rollout.
+
+Offline (no model keys) the reflection is the offline rules' deterministic mutation
+(router.offline_policies.reflect), and candidates that only tie the parent are kept (the
+offline rules of most routes do not read the prompt), so the whole path runs in tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .. import gateway, prompts, routing, variants
+from ..budgets import BudgetExhausted
+from ..models import OptimizationRun, PromptVariant, Route, Target
+from ..offline import estimate_tokens
+from ..types import ModelError
+from . import evals
+
+logger = logging.getLogger(__name__)
+
+REFLECT_ROUTE = prompts.REFLECT_ROUTE
+OPTIMIZE_TASK = "router.tasks.optimization_run"
+# Defaults of a run's budget besides the dollars, and what one run may ask for at most.
+DEFAULT_CALLS, DEFAULT_TOKENS = 2_000, 5_000_000
+MAX_USD, MAX_CALLS, MAX_TOKENS = Decimal("1000"), 100_000, 500_000_000
+MAX_STORED = 5  # Pareto-best candidates stored per run
+MINIBATCH = 3
+MAX_LOG = 200
+# A run whose worker has not written for this long is taken over by the next delivery.
+STALE_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Optimizable:
+    route: str
+    components: Callable[[str], dict[str, str]]
+
+
+_OPTIMIZABLE: dict[str, Optimizable] = {}
+
+
+def register_optimizable(route: str, *, components: Callable[[str], dict[str, str]]) -> None:
+    """The owner of `route` lets its prompt be optimized: `components(variant)` gives the
+    texts gepa evolves ({name: text}); the owner's builders read them through variants.pick."""
+    _OPTIMIZABLE[route] = Optimizable(route=route, components=components)
+
+
+def optimizable(route: str) -> bool:
+    return route in _OPTIMIZABLE and evals.has_eval_set(route)
+
+
+def optimizable_routes() -> list[str]:
+    return sorted(r for r in _OPTIMIZABLE if evals.has_eval_set(r))
+
+
+class BudgetReached(Exception):  # noqa: N818 - a stop, not an error
+    """The next call would exceed the run's budget."""
+
+
+# Creating and starting ---------------------------------------------------------------------------
+
+
+def optimization_run_create(*, route: Route, target: Target, budget_usd: Decimal | float | str,
+                            budget_calls: int | None = None, budget_tokens: int | None = None,
+                            parent_variant: str | None = None, actor=None) -> OptimizationRun:
+    """Validate and record a run (queued). Raises ValidationError (a 4xx) for bad input."""
+    if not optimizable(route.name):
+        raise ValidationError(f"Route {route.name} cannot be optimized: its owner registered no optimizable "
+                              "prompt or it has no eval set.")
+    try:
+        usd = Decimal(str(budget_usd))
+    except ArithmeticError:
+        raise ValidationError("The budget in dollars must be a number.") from None
+    if not usd.is_finite() or usd <= 0 or usd > MAX_USD:
+        raise ValidationError(f"The budget in dollars must be more than 0 and at most {MAX_USD}.")
+    calls = DEFAULT_CALLS if budget_calls is None else budget_calls
+    tokens = DEFAULT_TOKENS if budget_tokens is None else budget_tokens
+    if not (isinstance(calls, int) and 0 < calls <= MAX_CALLS):
+        raise ValidationError(f"The call budget must be between 1 and {MAX_CALLS}.")
+    if not (isinstance(tokens, int) and 0 < tokens <= MAX_TOKENS):
+        raise ValidationError(f"The token budget must be between 1 and {MAX_TOKENS}.")
+    parent = parent_variant or route.baseline_variant
+    variants.check(route.name, parent)
+    if OptimizationRun.objects.filter(route=route, status__in=OptimizationRun.ACTIVE).exists():
+        raise ValidationError(f"Route {route.name} already has an optimization running.")
+    cases = evals.suite_cases(route.name)
+    try:
+        with transaction.atomic():
+            return OptimizationRun.objects.create(
+                route=route, target=target, parent_variant=parent, budget_usd=usd.quantize(Decimal("0.0001")),
+                budget_calls=calls, budget_tokens=tokens, case_count=len(cases),
+                created_by=actor if getattr(actor, "pk", None) else None,
+                log=[_line(f"Queued: {len(cases)} eval cases, parent {parent!r} on {target.name}; budget "
+                           f"${usd}, {calls} calls, {tokens} tokens.")],
+            )
+    except IntegrityError:
+        raise ValidationError(f"Route {route.name} already has an optimization running.") from None
+
+
+def optimization_run_start(**kwargs) -> OptimizationRun:
+    """Create a run and queue it once the transaction commits."""
+    from lindy import queue
+
+    run = optimization_run_create(**kwargs)
+    transaction.on_commit(lambda: queue.enqueue_or_log(OPTIMIZE_TASK, run.pk))
+    return run
+
+
+def _line(text: str) -> dict:
+    return {"at": timezone.now().isoformat(timespec="seconds"), "text": text}
+
+
+def _log(run_id: int, text: str, **fields) -> None:
+    run = OptimizationRun.objects.filter(pk=run_id).values_list("log", flat=True).first() or []
+    OptimizationRun.objects.filter(pk=run_id).update(log=[*run, _line(text)][-MAX_LOG:], **fields)
+
+
+# The run ---------------------------------------------------------------------------------------------
+
+
+class Spend:
+    """The run's spend, kept in its row (so it survives a restart) and checked before each call."""
+
+    def __init__(self, run: OptimizationRun):
+        self.run = run
+        self.target = routing.TargetInfo.from_model(run.target)
+
+    def _reload(self) -> None:
+        self.run.refresh_from_db(fields=["spent_usd", "spent_calls", "spent_tokens"])
+
+    def check(self, *, request_text: str, max_tokens: int, target=None) -> None:
+        """Raise BudgetReached unless the call, at its largest, fits all three budgets."""
+        self._reload()
+        run, info = self.run, target or self.target
+        tokens = estimate_tokens(request_text) + max_tokens
+        worst = (info.input_price * estimate_tokens(request_text) + info.output_price * max_tokens) / Decimal(1_000_000)
+        if gateway.offline_mode() and info.provider != "offline":
+            worst = Decimal("0")  # the offline rules stand in: nothing is billed
+        if run.spent_calls + 1 > run.budget_calls:
+            raise BudgetReached(f"the call budget ({run.budget_calls}) is spent")
+        if run.spent_tokens + tokens > run.budget_tokens:
+            raise BudgetReached(f"the next call could exceed the token budget ({run.budget_tokens})")
+        if run.spent_usd + worst > run.budget_usd:
+            raise BudgetReached(f"the next call could exceed the budget of ${run.budget_usd}")
+
+    def add(self, *, tokens: int, cost: Decimal, provider: str = "") -> None:
+        OptimizationRun.objects.filter(pk=self.run.pk).update(
+            spent_calls=F("spent_calls") + 1, spent_tokens=F("spent_tokens") + tokens,
+            spent_usd=F("spent_usd") + cost, heartbeat_at=timezone.now(),
+            **({"provider_used": provider} if provider else {}),
+        )
+
+    def exhausted(self) -> bool:
+        self._reload()
+        run = self.run
+        return run.spent_calls >= run.budget_calls or run.spent_tokens >= run.budget_tokens or run.spent_usd >= run.budget_usd
+
+
+def candidate_name(run: OptimizationRun, candidate: Mapping[str, str]) -> str:
+    digest = hashlib.sha256(json.dumps(dict(candidate), sort_keys=True).encode()).hexdigest()[:8]
+    return f"opt{run.pk}-{digest}"
+
+
+class Adapter:
+    """gepa's adapter: a candidate's texts run through the owner's own request builder (with the
+    candidate lent to variants.pick) and the router's gateway, scored like an offline eval."""
+
+    propose_new_texts = None
+
+    def __init__(self, run: OptimizationRun, spend: Spend, seed: dict[str, str]):
+        self.run, self.spend, self.seed = run, spend, seed
+        self.route = run.route.name
+        self.shared = evals.route_variants(self.route)
+        self.assignment = routing.assign_target(self.route, run.target_id, run.parent_variant)
+
+    def _name(self, candidate: Mapping[str, str]) -> str:
+        return self.run.parent_variant if dict(candidate) == self.seed else candidate_name(self.run, candidate)
+
+    def _one(self, case: dict, candidate: Mapping[str, str], name: str) -> dict:
+        want = str(case["expected"].get("outcome", "rule"))
+        with variants.trying(self.route, name, candidate):
+            try:
+                request = evals.request_for(case, name, self.shared, self.route)
+            except evals.Shortcut as shortcut:
+                passed = shortcut.outcome == case["expected"].get("outcome") or (
+                    case["expected"].get("outcome") == "exempt" and shortcut.outcome == "allow")
+                return {"case": case["id"], "score": float(passed), "expected": want, "got": shortcut.outcome,
+                        "feedback": shortcut.detail or "answered without a model call"}
+        if self.route not in evals._BUILDERS and variants.SYSTEM in candidate:
+            request["system"] = candidate[variants.SYSTEM]  # a file-built route: the case holds the request
+        text = json.dumps([request.get("system", ""), request["messages"], request.get("tools")], default=str)
+        max_tokens = request.get("max_tokens") or self.assignment.max_tokens
+        self.spend.check(request_text=text, max_tokens=max_tokens)
+        assignment = replace(self.assignment, prompt_variant=name)
+        try:
+            completion = gateway.complete(
+                route=self.route, assignment=assignment, system=request.get("system", ""),
+                messages=request["messages"], tools=request.get("tools"), tool_choice=request.get("tool_choice"),
+                max_tokens=max_tokens, budget_wait=0,
+                metadata={"optimization_run": self.run.pk, "eval_case": case["id"]},
+            )
+        except BudgetExhausted:
+            raise
+        except ModelError as exc:
+            self.spend.add(tokens=0, cost=Decimal("0"))
+            return {"case": case["id"], "score": 0.0, "expected": want, "got": "error", "feedback": str(exc)[:300]}
+        usage = completion.usage
+        self.spend.add(tokens=usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
+                       + usage.cache_write_tokens, cost=completion.cost, provider=completion.provider)
+        passed, score, expected, got, detail = evals.score_case(case, completion, self.route)
+        return {"case": case["id"], "score": float(score), "expected": str(expected), "got": str(got),
+                "feedback": detail}
+
+    def evaluate(self, batch: list[dict], candidate: dict[str, str], capture_traces: bool = False):
+        from gepa.core.adapter import EvaluationBatch
+
+        name = self._name(candidate)
+        outputs = [self._one(case, candidate, name) for case in batch]
+        traces = [{"input": case.get("description") or case["id"], **out} for case, out in zip(batch, outputs, strict=True)]
+        return EvaluationBatch(outputs=outputs, scores=[o["score"] for o in outputs],
+                               trajectories=traces if capture_traces else None)
+
+    def make_reflective_dataset(self, candidate, eval_batch, components_to_update) -> dict[str, list[dict]]:
+        rows = [{"input": t["input"], "got": t["got"], "expected": t["expected"], "score": t["score"],
+                 "feedback": t["feedback"]} for t in eval_batch.trajectories or []]
+        return {component: rows for component in components_to_update}
+
+    def propose(self, candidate: dict[str, str], reflective_dataset, components_to_update: list[str]) -> dict[str, str]:
+        """The reflection: one call per component on the router's reflection route."""
+        new = {}
+        for component in components_to_update:
+            examples = list(reflective_dataset.get(component, []))[:20]
+            messages = prompts.reflect_messages(component=component, text=candidate[component], examples=examples)
+            assignment = gateway.assign(REFLECT_ROUTE)
+            self.spend.check(request_text=json.dumps([prompts.reflect_system(), messages]),
+                             max_tokens=assignment.max_tokens, target=assignment.target)
+            try:
+                completion = gateway.complete(
+                    route=REFLECT_ROUTE, assignment=assignment, system=prompts.reflect_system(assignment.prompt_variant),
+                    messages=messages, tools=[prompts.PROPOSE_TOOL],
+                    tool_choice={"type": "tool", "name": prompts.PROPOSE_TOOL["name"]}, budget_wait=0,
+                    metadata={"optimization_run": self.run.pk},
+                )
+            except BudgetExhausted:
+                raise
+            except ModelError as exc:
+                self.spend.add(tokens=0, cost=Decimal("0"))
+                logger.warning("optimization %s: reflection failed: %s", self.run.pk, exc)
+                new[component] = candidate[component]
+                continue
+            usage = completion.usage
+            self.spend.add(tokens=usage.input_tokens + usage.output_tokens, cost=completion.cost)
+            text = next((str(c.input.get("text") or "") for c in completion.tool_calls
+                         if c.name == prompts.PROPOSE_TOOL["name"]), "")
+            limit = max(4 * len(candidate[component]), 2000)
+            new[component] = text.strip()[:limit] if text.strip() else candidate[component]
+        return new
+
+
+class Progress:
+    """gepa callbacks: after each generation, its state goes into the run's row."""
+
+    def __init__(self, run: OptimizationRun, run_dir: str):
+        self.run, self.run_dir = run, run_dir
+
+    def on_state_saved(self, event) -> None:
+        path = os.path.join(self.run_dir, "gepa_state.bin")
+        with open(path, "rb") as handle:
+            blob = handle.read()
+        OptimizationRun.objects.filter(pk=self.run.pk).update(
+            state=blob, generation=event["iteration"], heartbeat_at=timezone.now())
+
+    def on_valset_evaluated(self, event) -> None:
+        score = float(event["average_score"])
+        fields: dict[str, Any] = {"candidates_seen": max(event["candidate_idx"] + 1, 1)}
+        if event["candidate_idx"] == 0:
+            fields["parent_score"] = score
+        current = OptimizationRun.objects.filter(pk=self.run.pk).values_list("best_score", flat=True).first()
+        if current is None or score > current:
+            fields["best_score"] = score
+        OptimizationRun.objects.filter(pk=self.run.pk).update(**fields)
+        if event["candidate_idx"]:
+            _log(self.run.pk, f"Generation {event['iteration']}: candidate {event['candidate_idx']} scored "
+                              f"{score:.3f} on {event['num_examples_evaluated']} cases.")
+
+
+def _claim(run_id: int, task_id: str) -> OptimizationRun | None:
+    """Take the run for this delivery, unless another live worker holds it or it is finished."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = OptimizationRun.objects.select_for_update().select_related("route", "target").filter(pk=run_id).first()
+        if run is None or not run.is_active:
+            return None
+        fresh = run.heartbeat_at and (now - run.heartbeat_at).total_seconds() < STALE_SECONDS
+        # The same message redelivered (its worker died) takes over at once; another delivery
+        # waits until the holder has been quiet for STALE_SECONDS.
+        if run.status == OptimizationRun.Status.RUNNING and fresh and task_id != run.lease_task_id:
+            return None
+        run.status, run.attempts, run.heartbeat_at = OptimizationRun.Status.RUNNING, run.attempts + 1, now
+        run.lease_task_id, run.lease_holder = task_id, f"{socket.gethostname()}:{os.getpid()}"
+        run.save(update_fields=["status", "attempts", "heartbeat_at", "lease_task_id", "lease_holder"])
+        return run
+
+
+def _finish(run: OptimizationRun, *, status: str, stop_reason: str = "", error: str = "") -> OptimizationRun:
+    OptimizationRun.objects.filter(pk=run.pk).update(status=status, stop_reason=stop_reason, error=error,
+                                                     finished_at=timezone.now())
+    _log(run.pk, f"{'Failed' if error else 'Stopped'}: {error or stop_reason}")
+    run.refresh_from_db()
+    return run
+
+
+def optimization_run_execute(*, run_id: int, task_id: str = "") -> OptimizationRun | None:
+    """Run (or resume) an optimization until its budget is spent. Idempotent: a finished run is
+    left alone; a run cut off by a restart resumes from its last stored generation."""
+    import gepa
+    from gepa.strategies.eval_policy import FullEvaluationPolicy
+
+    run = _claim(run_id, task_id)
+    if run is None:
+        return OptimizationRun.objects.filter(pk=run_id).first()
+    owner = _OPTIMIZABLE.get(run.route.name)
+    if owner is None:
+        return _finish(run, status=OptimizationRun.Status.FAILED,
+                       error=f"Route {run.route.name} is not optimizable in this deployment.")
+    try:
+        cases = evals.suite_cases(run.route.name)
+        seed = {k: str(v) for k, v in owner.components(run.parent_variant).items()}
+    except (ValidationError, variants.UnknownVariant) as exc:
+        return _finish(run, status=OptimizationRun.Status.FAILED, error="; ".join(getattr(exc, "messages", [str(exc)])))
+    spend = Spend(run)
+    adapter = Adapter(run, spend, seed)
+    resuming = bool(run.state)
+    _log(run.pk, f"Resumed at generation {run.generation} (attempt {run.attempts})." if resuming
+         else f"Started: parent {run.parent_variant!r}, components {', '.join(sorted(seed))}.")
+
+    class Policy(FullEvaluationPolicy):
+        def get_seed_eval_batch(self, loader):
+            return [] if resuming else list(loader.all_ids())  # resuming: the stored state has it
+
+    offline = gateway.offline_mode()
+    stop_reason = ""
+    with tempfile.TemporaryDirectory(prefix=f"lindy-opt-{run.pk}-") as run_dir:
+        if resuming:
+            with open(os.path.join(run_dir, "gepa_state.bin"), "wb") as handle:
+                handle.write(bytes(run.state or b""))
+        try:
+            gepa.optimize(
+                seed_candidate=seed, trainset=cases, valset=cases, adapter=adapter,  # type: ignore[arg-type]
+                custom_candidate_proposer=adapter.propose, reflection_minibatch_size=min(MINIBATCH, len(cases)),
+                stop_callbacks=[lambda _state: spend.exhausted()], run_dir=run_dir,
+                callbacks=[Progress(run, run_dir)],  # type: ignore[list-item]
+                val_evaluation_policy=Policy(),
+                # Offline, the rules of most routes ignore the prompt: ties are kept so the path runs.
+                acceptance_criterion="improvement_or_equal" if offline else "strict_improvement",
+                skip_perfect_score=not offline, seed=0, raise_on_exception=True,
+                logger=_Quiet(), display_progress_bar=False,
+            )
+            stop_reason = "The budget is spent." if spend.exhausted() else "gepa stopped."
+        except BudgetReached as exc:
+            stop_reason = f"Stopped at the budget: {exc}."
+        except BudgetExhausted:
+            raise  # the provider's rate budget: the task queues itself again and resumes
+        except Exception as exc:
+            logger.exception("optimization %s failed", run.pk)
+            return _finish(run, status=OptimizationRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        state = _final_state(run_dir)
+    if state is None:
+        return _finish(run, status=OptimizationRun.Status.DONE,
+                       stop_reason=stop_reason + " The budget did not cover one evaluation of the parent; nothing stored.")
+    stored = store_candidates(run=run, state=state, seed=seed)
+    run = _finish(run, status=OptimizationRun.Status.DONE,
+                  stop_reason=f"{stop_reason} {len(stored)} candidate(s) stored as prompt variants.")
+    return run
+
+
+class _Quiet:
+    def log(self, message: str) -> None:
+        logger.debug("gepa: %s", message)
+
+
+def _final_state(run_dir: str):
+    path = os.path.join(run_dir, "gepa_state.bin")
+    if not os.path.exists(path):
+        return None
+    from gepa.core.state import GEPAState
+
+    return GEPAState.load(run_dir)
+
+
+def _diff(parent: dict[str, str], child: dict[str, str]) -> str:
+    out: list[str] = []
+    for component in sorted(child):
+        out += difflib.unified_diff(parent.get(component, "").splitlines(), child[component].splitlines(),
+                                    fromfile=f"parent/{component}", tofile=f"candidate/{component}", lineterm="")
+    return "\n".join(out)
+
+
+def store_candidates(*, run: OptimizationRun, state, seed: dict[str, str]) -> list[PromptVariant]:
+    """The Pareto-best candidates (best on at least one case) scoring at least the parent on
+    the whole eval set become stored prompt variants. Idempotent per (run, candidate)."""
+    from gepa.core.result import GEPAResult
+
+    result = GEPAResult.from_state(state)
+    scores = result.val_aggregate_scores
+    parent_score = scores[0]
+    front = set().union(*result.per_val_instance_best_candidates.values()) if result.per_val_instance_best_candidates else set()
+    chosen = sorted((i for i in front if i and scores[i] >= parent_score and result.candidates[i] != seed),
+                    key=lambda i: (-scores[i], i))[:MAX_STORED]
+    stored = []
+    for index in chosen:
+        candidate = {k: str(v) for k, v in result.candidates[index].items()}
+        name = candidate_name(run, candidate)
+        parent_index = (result.parents[index] or [0])[0] or 0
+        parent_texts = {k: str(v) for k, v in result.candidates[parent_index].items()}
+        variant, _ = PromptVariant.objects.get_or_create(
+            route=run.route, name=name,
+            defaults={
+                "description": f"Optimizer run {run.pk}, candidate {index}: {scores[index]:.3f} on "
+                               f"{len(result.val_subscores[index])} cases (parent {run.parent_variant!r}: {parent_score:.3f}).",
+                "components": candidate, "parent": run.parent_variant, "eval_score": scores[index],
+                "parent_score": parent_score, "diff": _diff(seed if parent_index == 0 else parent_texts, candidate),
+                "optimization": run,
+            },
+        )
+        stored.append(variant)
+    routing.invalidate()
+    if stored:
+        _log(run.pk, "Stored: " + ", ".join(f"{v.name} ({v.eval_score:.3f})" for v in stored))
+    return stored
+
+
+def optimization_recover() -> list[int]:
+    """Beat: queue again the runs whose worker went quiet (a whole worker killed keeps its
+    message unacknowledged for the broker's visibility timeout)."""
+    from lindy import queue
+
+    cutoff = timezone.now() - timedelta(seconds=STALE_SECONDS)
+    stale = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
+                 .values_list("pk", flat=True))
+    queued = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.QUEUED,
+                                                 created_at__lt=cutoff).values_list("pk", flat=True))
+    for run_id in stale + queued:
+        queue.enqueue_or_log(OPTIMIZE_TASK, run_id)
+    return stale + queued
+
+
+__all__ = [
+    "BudgetReached", "optimizable", "optimizable_routes", "optimization_recover", "optimization_run_create",
+    "optimization_run_execute", "optimization_run_start", "register_optimizable", "store_candidates",
+]

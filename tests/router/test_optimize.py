@@ -1,0 +1,169 @@
+"""Prompt optimization against the eval set (router.services.optimize, the gepa library): runs on
+the validator's route with the offline provider, whose reflection is deterministic mutations."""
+
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+
+from router import services, variants
+from router.models import OptimizationRun, PromptVariant, Rollout, Target
+from router.services import optimize
+from router.services.evidence import MissingEvidence
+from validator import prompts as validator_prompts
+
+from .helpers import route
+
+
+@pytest.fixture
+def validator(db):
+    return route("validator")
+
+
+def priced_offline_target() -> Target:
+    """An offline-rules target with prices, so the dollar budget is exercised with no network."""
+    return Target.objects.create(name="priced-offline", provider="offline", model="lindy-offline-rules-1",
+                                 input_price=Decimal("3"), output_price=Decimal("15"))
+
+
+def _run(validator, target, **budget) -> OptimizationRun:
+    run = services.optimization_run_create(route=validator, target=target, **budget)
+    return services.optimization_run_execute(run_id=run.pk)
+
+
+def test_a_run_stops_at_its_call_budget_and_stores_candidates_no_worse_than_the_parent(validator):
+    target = Target.objects.get(name="offline-rules")
+    run = _run(validator, target, budget_usd="1", budget_calls=250)
+    assert run.status == "done", (run.error, run.log)
+    assert run.spent_calls <= 250
+    assert "budget" in run.stop_reason
+    assert run.generation >= 1 and run.parent_score is not None
+    stored = list(PromptVariant.objects.filter(optimization=run))
+    assert stored, run.log
+    for candidate in stored:
+        assert candidate.eval_score >= candidate.parent_score == run.parent_score
+        assert candidate.parent == "default"
+        assert candidate.components["system"] != validator_prompts.PRINCIPLES
+        assert candidate.diff.startswith("--- parent/system")
+        # A stored candidate is a buildable variant: the validator's own builder serves its text.
+        assert candidate.name in variants.buildable("validator")
+        assert validator_prompts.system_prompt(candidate.name) == candidate.components["system"]
+
+
+def test_a_run_stops_before_a_call_would_exceed_the_dollar_budget(validator):
+    target = priced_offline_target()
+    run = _run(validator, target, budget_usd="0.5", budget_calls=100_000)
+    assert run.status == "done", (run.error, run.log)
+    assert Decimal("0") < run.spent_usd <= Decimal("0.5")
+    assert "budget" in run.stop_reason
+
+
+def test_a_budget_too_small_for_the_parent_stores_nothing(validator):
+    run = _run(validator, Target.objects.get(name="offline-rules"), budget_usd="1", budget_calls=5)
+    assert run.status == "done" and run.spent_calls <= 5
+    assert "did not cover" in run.stop_reason
+    assert not PromptVariant.objects.filter(optimization=run).exists()
+
+
+def test_a_candidate_cannot_start_a_rollout_without_its_own_passing_offline_eval(validator, cast):
+    target = Target.objects.get(name="offline-rules")
+    run = _run(validator, target, budget_usd="1", budget_calls=250)
+    candidate = PromptVariant.objects.filter(optimization=run).first()
+    assert candidate is not None
+    # The optimizer's own scores are not evidence: the router's offline eval of the candidate is.
+    baseline = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=validator.baseline, variant=validator.baseline_variant).pk)
+    assert baseline.status == "done"
+    with pytest.raises(MissingEvidence, match=f"No finished offline eval of validator on offline-rules with prompt "
+                                              f"variant '{candidate.name}'"):
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                               actor=cast.superuser)
+    assert not Rollout.objects.exists()
+    own = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=target, variant=candidate.name).pk)
+    assert own.status == "done" and own.total == run.case_count
+
+
+@pytest.mark.parametrize("budget, message", [
+    ({"budget_usd": "0"}, "more than 0"),
+    ({"budget_usd": "-1"}, "more than 0"),
+    ({"budget_usd": "nan"}, "more than 0"),
+    ({"budget_usd": "abc"}, "must be a number"),
+    ({"budget_usd": "1", "budget_calls": 0}, "call budget"),
+    ({"budget_usd": "1", "budget_tokens": -5}, "token budget"),
+])
+def test_bad_budgets_are_refused_and_nothing_is_recorded(validator, budget, message):
+    with pytest.raises(ValidationError, match=message):
+        services.optimization_run_create(route=validator, target=validator.baseline, **budget)
+    assert not OptimizationRun.objects.exists()
+
+
+def test_a_route_nobody_registered_for_optimization_is_refused(db):
+    judge = route("router.online_eval")
+    with pytest.raises(ValidationError, match="cannot be optimized"):
+        services.optimization_run_create(route=judge, target=judge.baseline, budget_usd="1")
+
+
+def test_one_run_at_a_time_per_route(validator):
+    services.optimization_run_create(route=validator, target=validator.baseline, budget_usd="1")
+    with pytest.raises(ValidationError, match="already has an optimization"):
+        services.optimization_run_create(route=validator, target=validator.baseline, budget_usd="1")
+
+
+def test_the_command_states_the_budget_and_runs_to_it(validator, capsys):
+    call_command("optimize_prompt", "validator", "--target", "offline-rules", "--budget-usd", "1",
+                 "--budget-calls", "200", "--inline")
+    out = capsys.readouterr().out
+    assert "Budget: $1" in out and "200 calls" in out
+    run = OptimizationRun.objects.get()
+    assert run.status == "done" and run.spent_calls <= 200
+    assert f"spent {run.spent_calls} calls" in out
+
+
+def test_the_offline_reflection_is_deterministic(validator):
+    target = Target.objects.get(name="offline-rules")
+    first = _run(validator, target, budget_usd="1", budget_calls=150)
+    names = sorted(PromptVariant.objects.filter(optimization=first).values_list("components", flat=True),
+                   key=str)
+    PromptVariant.objects.filter(optimization=first).delete()
+    second = _run(validator, target, budget_usd="1", budget_calls=150)
+    again = sorted(PromptVariant.objects.filter(optimization=second).values_list("components", flat=True), key=str)
+    assert names == again
+    assert optimize.optimizable("validator") and not optimize.optimizable("router.online_eval")
+
+
+def test_the_route_page_button_queues_a_run_and_its_page_shows_progress_and_spend(validator, cast,
+                                                                                 django_capture_on_commit_callbacks):
+    from tests.conftest import client_for
+
+    client = client_for(cast.superuser)
+    page = client.get("/router/routes/validator/")
+    assert b'data-action="optimize"' in page.content and b"Offline provider in use" in page.content
+    target = Target.objects.get(name="offline-rules")
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post("/router/routes/validator/optimizations/", {
+            "target": target.pk, "parent_variant": "default", "budget_usd": "2", "budget_calls": "150",
+            "budget_tokens": "1000000"})
+    run = OptimizationRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/router/optimizations/{run.pk}/"
+    assert (run.status, run.budget_calls, run.budget_usd) == ("queued", 150, Decimal("2"))
+    services.optimization_run_execute(run_id=run.pk)  # what the worker does
+    detail = client.get(f"/router/optimizations/{run.pk}/", HTTP_HX_REQUEST="true")
+    assert b"<html" not in detail.content and b"data-spend" in detail.content
+    run.refresh_from_db()
+    assert f"<strong>{run.spent_calls}</strong> of 150 calls".encode() in detail.content
+    for candidate in run.candidates.all():
+        assert f'data-candidate-variant="{candidate.name}"'.encode() in detail.content
+    # Stored candidates are listed on the route page as stored variants that need their own eval.
+    assert b"data-stored-variant" in client.get("/router/routes/validator/").content
+
+
+def test_the_button_refuses_a_bad_budget_with_a_400_and_records_nothing(validator, cast):
+    from tests.conftest import client_for
+
+    response = client_for(cast.superuser).post("/router/routes/validator/optimizations/", {
+        "target": Target.objects.get(name="offline-rules").pk, "parent_variant": "default", "budget_usd": "-3",
+        "budget_calls": "10", "budget_tokens": "10"})
+    assert response.status_code == 400 and not OptimizationRun.objects.exists()
+    assert client_for(cast.admin).post("/router/routes/validator/optimizations/", {}).status_code == 404
