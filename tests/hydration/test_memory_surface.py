@@ -86,7 +86,8 @@ def test_the_agents_tools_edit_memorys_draft(cast, monkeypatch):
     assert run(workspace, "update_file", {"path": "index.md", "content": "- [a.md](a.md)\n"}).endswith(
         "already has that content.")
     run(workspace, "move_file", {"path": "a.md", "new_path": "b.md"})
-    assert workspace.read("index.md") == "- [a.md](b.md)\n" and workspace.sources == {"b.md": {1}}
+    # The label repeated the old path: it follows the move (issue 18).
+    assert workspace.read("index.md") == "- [b.md](b.md)\n" and workspace.sources == {"b.md": {1}}
     run(workspace, "delete_file", {"path": "b.md"})
     assert workspace.read("index.md") == agent.EMPTY_FILE and workspace.sources == {}
     assert [c.op for c in applied] == ["create", "update", "update", "move", "update", "delete", "update"]
