@@ -7,3 +7,6 @@ class DraftingConfig(AppConfig):
 
     def ready(self):
         from . import offline  # noqa: F401  (the email.draft offline rules)
+        from .learner import setup as learner_setup
+
+        learner_setup.ready(self.label)

@@ -125,3 +125,7 @@ class DraftPair(models.Model):
 
     def __str__(self):
         return f"pair of draft {self.draft_id}: {self.similarity}"
+
+
+# The learner's records (drafting/learner/models.py) belong to this app.
+from .learner.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal  # noqa: E402, F401

@@ -306,6 +306,20 @@ LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATI
 LINDY_AGENT_PHOTO_DAYS = int(os.environ.get("LINDY_AGENT_PHOTO_DAYS", 14))
 LINDY_AGENT_PHOTO_LIMIT = int(os.environ.get("LINDY_AGENT_PHOTO_LIMIT", 4))
 
+# drafting's learner (drafting/learner): the adaptive cadence and the gate.
+# A user's run fires when they have this many new meaningful draft/sent pairs (checked hourly)...
+LINDY_LEARNER_PAIRS_PER_RUN = int(os.environ.get("LINDY_LEARNER_PAIRS_PER_RUN", 4))
+# ...or, with at least one, once this many hours passed since their last run (the floor)...
+LINDY_LEARNER_FLOOR_HOURS = int(os.environ.get("LINDY_LEARNER_FLOOR_HOURS", 24))
+# ...and never more than this many runs in 24 hours (the ceiling).
+LINDY_LEARNER_MAX_RUNS_PER_DAY = int(os.environ.get("LINDY_LEARNER_MAX_RUNS_PER_DAY", 3))
+# The gate: one-sided sign test at this alpha, on at least this many decided comparisons.
+LINDY_LEARNER_ALPHA = float(os.environ.get("LINDY_LEARNER_ALPHA", 0.1))
+LINDY_LEARNER_MIN_DECIDED = int(os.environ.get("LINDY_LEARNER_MIN_DECIDED", 5))
+# Held-out pairs (or historical threads) replayed and judged per proposal; new pairs read per run.
+LINDY_LEARNER_EVAL_PAIRS = int(os.environ.get("LINDY_LEARNER_EVAL_PAIRS", 24))
+LINDY_LEARNER_MAX_NEW_PAIRS = int(os.environ.get("LINDY_LEARNER_MAX_NEW_PAIRS", 24))
+
 # Email (ratio alerts to support): SMTP when EMAIL_HOST is set, else printed to the console.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 587))

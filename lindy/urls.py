@@ -21,6 +21,7 @@ urlpatterns = [
     path("validator/", include("agent.urls")),
     path("router/", include("router.urls")),
     path("hydration/", include("hydration.urls")),
+    path("drafting/learner/", include("drafting.learner.urls")),
     path("channels/", include("channels_app.urls")),
     path("", include("channels_app.slack_urls")),
 ]
