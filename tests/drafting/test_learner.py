@@ -70,7 +70,7 @@ PROPOSE_TOOL = "propose_context"
 
 def _fake_model(*, proposal_text: str | None = None, judge: str = "fair"):
     """A Messages API that answers learner.propose with `proposal_text` and learner.judge either
-    fairly (word overlap with the sent email) or always "A" (positional bias)."""
+    fairly (Jaccard word overlap with the sent email) or always "A" (positional bias)."""
 
     def respond(recorded):
         body = recorded.json
@@ -84,9 +84,10 @@ def _fake_model(*, proposal_text: str | None = None, judge: str = "fair"):
                 closer = "A"
             else:
                 sent = set(payload["sent_email"].lower().split())
-                a = len(sent & set(payload["draft_a"].lower().split()))
-                b = len(sent & set(payload["draft_b"].lower().split()))
-                closer = "tie" if a == b else ("A" if a > b else "B")
+                a_words, b_words = set(payload["draft_a"].lower().split()), set(payload["draft_b"].lower().split())
+                a = len(sent & a_words) / len(sent | a_words)  # Jaccard: no reward for length
+                b = len(sent & b_words) / len(sent | b_words)
+                closer = "tie" if abs(a - b) < 1e-9 else ("A" if a > b else "B")
             return Reply(200, message([tool_use_block("record_choice", {"closer": closer})]))
         if PROPOSE_TOOL in tool_names:
             return Reply(200, message([tool_use_block(PROPOSE_TOOL, {"context": proposal_text, "summary": "scripted",
