@@ -317,7 +317,7 @@ LINDY_LEARNER_MAX_RUNS_PER_DAY = int(os.environ.get("LINDY_LEARNER_MAX_RUNS_PER_
 LINDY_LEARNER_ALPHA = float(os.environ.get("LINDY_LEARNER_ALPHA", 0.1))
 LINDY_LEARNER_MIN_DECIDED = int(os.environ.get("LINDY_LEARNER_MIN_DECIDED", 5))
 # Held-out pairs (or historical threads) replayed and judged per proposal; new pairs read per run.
-LINDY_LEARNER_EVAL_PAIRS = int(os.environ.get("LINDY_LEARNER_EVAL_PAIRS", 24))
+LINDY_LEARNER_EVAL_PAIRS = int(os.environ.get("LINDY_LEARNER_EVAL_PAIRS", 30))
 LINDY_LEARNER_MAX_NEW_PAIRS = int(os.environ.get("LINDY_LEARNER_MAX_NEW_PAIRS", 24))
 
 # Email (ratio alerts to support): SMTP when EMAIL_HOST is set, else printed to the console.

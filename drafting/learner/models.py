@@ -112,6 +112,7 @@ class Proposal(models.Model):
         REJECTED = "rejected", "Rejected"
         WAITING = "waiting", "Waiting for more pairs"
         STALE = "stale", "Not written: the document changed meanwhile"
+        NO_EDIT = "no_edit", "No edit proposed"
         FAILED = "failed", "Failed"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

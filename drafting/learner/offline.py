@@ -166,6 +166,12 @@ def _candidates(context: str, pairs: list[dict]) -> list[tuple[int, int, str, st
         if index not in entry["pairs"]:
             entry["pairs"].append(index)
 
+    # The subjects each person was looped in on, over all the pairs: their topics.
+    topics_of: dict[str, list[str]] = {}
+    for pair in pairs:
+        for person in people_of(pair.get("sent", "")):
+            known_topics = topics_of.setdefault(person["email"], [])
+            known_topics += [t for t in subject_topics(pair.get("subject", "")) if t not in known_topics]
     for index, pair in enumerate(pairs):
         draft, sent = pair.get("draft", ""), pair.get("sent", "")
         sent_people = people_of(sent)
@@ -182,13 +188,13 @@ def _candidates(context: str, pairs: list[dict]) -> list[tuple[int, int, str, st
                      lambda ctx, old=old, line=line: (ctx.replace(old["line"], line),
                                                        f"{line[2:]} replaces {old['name']} as {old['role']}"))
             elif person["role"]:
-                topics = subject_topics(pair.get("subject", ""))
+                topics = topics_of[person["email"]][:6]
                 line = contact_line(person["name"], person["email"], person["role"][:1].upper() + person["role"][1:],
                                     topics)
                 note(("add", person["email"]), 1, index,
                      lambda ctx, line=line: (_add_to_section(ctx, "## Contacts", line), f"New contact: {line[2:]}"))
             else:
-                topics = subject_topics(pair.get("subject", ""))
+                topics = topics_of[person["email"]][:6]
                 line = contact_line(person["name"], person["email"], "Contact", topics)
                 note(("guess", person["email"]), 5, index,
                      lambda ctx, line=line: (_add_to_section(ctx, "## Contacts", line),

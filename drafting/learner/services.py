@@ -52,7 +52,7 @@ from .text import similarity, strip_quotes
 
 logger = logging.getLogger(__name__)
 
-CONSUMED = (Proposal.Status.ACCEPTED, Proposal.Status.REJECTED, Proposal.Status.STALE)
+CONSUMED = (Proposal.Status.ACCEPTED, Proposal.Status.REJECTED, Proposal.Status.STALE, Proposal.Status.NO_EDIT)
 RUN_LEASE = timedelta(minutes=30)
 MAX_CONTEXT_CHARS = 12000
 
@@ -172,7 +172,7 @@ def _learnable(user) -> list[DraftPair]:
 
 
 def _held_out(user, held: list[DraftPair], used: set[int]) -> list[DraftPair]:
-    size = _setting("LINDY_LEARNER_EVAL_PAIRS", 24)
+    size = _setting("LINDY_LEARNER_EVAL_PAIRS", 30)
     out = held[:size]
     seen = used | {p.pk for p in out}
     if len(out) < size:
@@ -240,7 +240,7 @@ def _run(run: LearnerRun, *, now: datetime) -> tuple[str, str]:
     proposal.proposed_from.set(cited_pairs)
     if proposed.strip() == doc.text.strip():
         proposal.status, proposal.decision_reason, proposal.decided_at = (
-            Proposal.Status.REJECTED, "No edit proposed: the proposer found nothing new in these pairs.", now)
+            Proposal.Status.NO_EDIT, "No edit proposed: the proposer found nothing new in these pairs.", now)
         proposal.save()
         return LearnerRun.Outcome.NO_EDIT, f"No edit proposed from {len(to_propose)} pair(s)."
     if len(proposed) > MAX_CONTEXT_CHARS:
@@ -399,7 +399,7 @@ def _compose(init: ContextInit) -> ContextInit:
         proposal = init.proposal
     else:
         every = max(2, _setting("LINDY_LEARNER_INIT_HOLDOUT_EVERY", 3))
-        held = [(i, t) for i, t in enumerate(threads) if i % every == every - 1][: _setting("LINDY_LEARNER_EVAL_PAIRS", 24)]
+        held = [(i, t) for i, t in enumerate(threads) if i % every == every - 1][: _setting("LINDY_LEARNER_EVAL_PAIRS", 30)]
         held_ids = {i for i, _ in held}
         learn = [t for i, t in enumerate(threads) if i not in held_ids][-60:]
         if not learn or not held:

@@ -40,6 +40,8 @@ ASKS = {
     "ops": "Could you let me know how the {s} should go?",
     "general": "Do you have a few minutes to discuss the {s}?",
 }
+# How often a user departs from their pattern (the room for wrong inferences).
+QUICK, CC_OTHER, OWN_WORDS = 0.05, 0.06, 0.05
 NEWSLETTER = ("news@{d}", "Weekly digest", "This week's product news. Unsubscribe at any time.")
 
 
@@ -113,7 +115,7 @@ class SimUser:
     def inbound_for_day(self, day: int, count: int) -> list[Inbound]:
         out = []
         for _ in range(count):
-            topic = self.rng.choices(list(TOPICS), weights=[3, 3, 2, 2])[0]
+            topic = self.rng.choices(list(TOPICS), weights=[3, 4, 2, 1])[0]
             subject = self.rng.choice(TOPICS[topic])
             name, domain = self.rng.choice(SENDERS)
             body = (f"Hi {self.first},\n\n{ASKS[topic].format(s=subject)}\n\n"
@@ -132,7 +134,7 @@ class SimUser:
         sender_first = inbound.sender.split()[0]
         roll = self.rng.random()
         sign = f"{truth['sign_off']},\n{truth['name']}"
-        if roll < 0.08:  # a quick reply: nothing else kept
+        if roll < QUICK:  # a quick reply: nothing else kept
             return f"Thanks, will do.\n\n{sign}"
         words = set(re.findall(r"[a-z]+", f"{inbound.subject} {inbound.body}".lower()))
         wanted = [c for c in truth["contacts"] if any(t in words for t in c.topics)]
@@ -156,12 +158,12 @@ class SimUser:
             if contact.name not in kept_loops:
                 body.append(f"I'm copying {contact.name} ({contact.email}), our {contact.role}, who looks after "
                             f"everything {inbound.topic}-related here and will take this from here.")
-        if 0.08 <= roll < 0.16:
+        if QUICK <= roll < QUICK + CC_OTHER:
             colleague = self.rng.choice(["Tom Baker", "Lucy Chen", "Omar Aziz"])
             domain = inbound.sender.split("@")[-1].rstrip(">")
             body.append(f"Adding {colleague} ({colleague.split()[0].lower()}@{domain}) from your team, who asked me "
                         "about this last week.")
-        if 0.16 <= roll < 0.24:
+        if QUICK + CC_OTHER <= roll < QUICK + CC_OTHER + OWN_WORDS:
             body.append("For what it's worth, the terms we discussed on our last call still stand, and I am happy to "
                         "walk through the details whenever suits you.")
         return f"{truth['greeting']} {sender_first},\n\n" + "\n".join(body).strip() + f"\n\n{sign}"
@@ -175,5 +177,5 @@ def make_users(count: int, seed: int) -> list[SimUser]:
         last = rng.choice(LAST)
         user_rng = random.Random(seed * 1000 + i)
         users.append(SimUser(index=i, seed=seed, first=first, last=last, domain=f"sim{seed}-{i}.test",
-                             legal_change_day=rng.randint(4, 6), leave_day=rng.randint(7, 9), rng=user_rng))
+                             legal_change_day=rng.randint(3, 4), leave_day=rng.randint(5, 6), rng=user_rng))
     return users
