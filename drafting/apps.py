@@ -6,7 +6,29 @@ class DraftingConfig(AppConfig):
     verbose_name = "Email drafting"
 
     def ready(self):
-        from . import offline  # noqa: F401  (the email.draft offline rules)
+        from django.conf import settings
+
+        from lindy import navigation, schedules
+        from router import variants
+        from router.routing import register_route
+        from router.services import register_metric
+
+        from . import offline, permissions, prompts, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
+        from .services.pairs import METRIC
+
+        register_route(prompts.ROUTE, owner=self.label,
+                       description="Drafts a reply in the user's Gmail thread from their context document.")
+        variants.register({prompts.ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
+        register_metric(METRIC, higher_is_better=False,
+                        label="Draft heavily edited before sending (a draft-sent pair below the threshold)",
+                        url_name="drafting-charts")
+        navigation.register(navigation.NavItem("drafts", "Drafts", "drafting-list", permissions.can_view_drafts,
+                                               order=30))
+        schedules.register(schedules.Periodic(
+            name="drafting.sweep", task="drafting.tasks.sweep", every_seconds=settings.LINDY_DRAFT_SWEEP_SECONDS,
+            description="Gmail items hydration stored that drafting has not looked at yet (behind the signal).",
+        ))
+
         from .learner import setup as learner_setup
 
         learner_setup.ready(self.label)

@@ -41,6 +41,7 @@ class Draft(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     skip_reason = models.CharField(max_length=300, blank=True, help_text="Why no draft: the rule or the model.")
     error = models.TextField(blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="A worker is drafting it (a lease).")
 
     # The draft.
     to = models.JSONField(default=list, blank=True)
@@ -125,6 +126,27 @@ class DraftPair(models.Model):
 
     def __str__(self):
         return f"pair of draft {self.draft_id}: {self.similarity}"
+
+
+class SentMail(models.Model):
+    """A message the user sent, looked at once for a draft to pair it with (so a sweep never
+    asks Gmail about it again). `paired`: it answered a thread that had a draft."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey("hydration.Item", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    gmail_message_id = models.CharField(max_length=255)
+    gmail_thread_id = models.CharField(max_length=255, blank=True)
+    paired = models.BooleanField(default=False)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "gmail_message_id"], name="drafting_sent_once"),
+        ]
+
+    def __str__(self):
+        return f"sent {self.gmail_message_id} ({'paired' if self.paired else 'not paired'})"
 
 
 # The learner's records (drafting/learner/models.py) belong to this app.

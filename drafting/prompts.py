@@ -47,10 +47,10 @@ CONCISE = """Draft {user_name}'s <{user_email}> reply to the last email, in thei
 to loop someone in, start with `Cc: address`. Reply body only; invent no commitments.
 No reply needed? Answer `{no_reply}: <why>`."""
 
-VARIANTS = {"default": DEFAULT, "concise": CONCISE}
+VARIANTS = {"default": DEFAULT, "flash-tuned": CONCISE}
 DESCRIPTIONS = {
     "default": "Full drafting rules: context use, loop-ins, no invented commitments, no-reply answer.",
-    "concise": "The same rules in about half the words, for cheaper models.",
+    "flash-tuned": "The same rules in about half the words, for cheaper (flash) models.",
 }
 
 CONTEXT_INTRO = ("The user's context document (drafting.md in their memory): their work, important "

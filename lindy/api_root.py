@@ -81,6 +81,7 @@ def on_too_big(request, exc):
 # Each app's ninja Router, mounted under /api/.
 from agent.api import router as agent_router  # noqa: E402
 from channels_app.api import router as channels_router  # noqa: E402
+from drafting.api import router as drafting_router  # noqa: E402
 from hydration.api import router as hydration_router  # noqa: E402
 from memory.api import router as memory_router  # noqa: E402
 from router.api import router as router_router  # noqa: E402
@@ -95,3 +96,4 @@ api.add_router("/validator", validator_router)
 api.add_router("/validator", agent_router)  # the outbox, at /api/validator/outbox as it always was
 api.add_router("/router", router_router)
 api.add_router("/channels", channels_router)
+api.add_router("/drafting", drafting_router)

@@ -429,3 +429,12 @@ LINDY_ACTION_MAX_TRIES = int(os.environ.get("LINDY_ACTION_MAX_TRIES", 5))
 LINDY_ACTION_RESUME_AFTER_SECONDS = int(os.environ.get("LINDY_ACTION_RESUME_AFTER_SECONDS", 300))
 # ... and one still not confirmed this long after it was asked for is only looked for, never done.
 LINDY_ACTION_GIVE_UP_HOURS = int(os.environ.get("LINDY_ACTION_GIVE_UP_HOURS", 24))
+
+# Email drafting (drafting/). A draft-sent pair below the heavy-edit threshold was heavily edited;
+# below the (looser) meaningful threshold it differs enough to learn from. Inbound mail older
+# than the lookback (e.g. a first hydration's backlog) gets no draft.
+LINDY_DRAFTING_ENABLED = env_bool("LINDY_DRAFTING_ENABLED", True)
+LINDY_DRAFT_HEAVY_EDIT_THRESHOLD = float(os.environ.get("LINDY_DRAFT_HEAVY_EDIT_THRESHOLD", 0.7))
+LINDY_DRAFT_MEANINGFUL_THRESHOLD = float(os.environ.get("LINDY_DRAFT_MEANINGFUL_THRESHOLD", 0.95))
+LINDY_DRAFT_LOOKBACK_HOURS = int(os.environ.get("LINDY_DRAFT_LOOKBACK_HOURS", 48))
+LINDY_DRAFT_SWEEP_SECONDS = int(os.environ.get("LINDY_DRAFT_SWEEP_SECONDS", 900))

@@ -23,5 +23,6 @@ urlpatterns = [
     path("hydration/", include("hydration.urls")),
     path("drafting/learner/", include("drafting.learner.urls")),
     path("channels/", include("channels_app.urls")),
+    path("drafting/", include("drafting.urls")),
     path("", include("channels_app.slack_urls")),
 ]

@@ -28,7 +28,7 @@ from .forms import (
 )
 from .models import EvalRun, ModelChoice, PromptVariant, Provider, Rollout, Route, Target
 from .services import evals as eval_service
-from .services import evidence
+from .services import evidence, scores
 from .services.config import CONFLICT
 from .services.evidence import MissingEvidence
 from .services.rollouts import stages_text
@@ -171,6 +171,7 @@ def rollout_detail(request, rollout_id: int, stages_form=None, status=200):
         "events": selectors.rollout_events(rollout),
         "calls": selectors.arm_calls(rollout),
         "scores": selectors.arm_scores(rollout),
+        "metric_links": {m.name: reverse(m.url_name) for m in scores.metrics() if m.url_name},
         "retention": selectors.arm_retention(rollout),
         "savings": selectors.rollout_savings(rollout),
     }

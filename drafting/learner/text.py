@@ -4,7 +4,6 @@ measure."""
 
 from __future__ import annotations
 
-import difflib
 import re
 
 _QUOTE_HEADER = re.compile(r"^\s*On .{0,200}wrote:\s*$", re.M)
@@ -19,6 +18,9 @@ def strip_quotes(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">")).strip()
 
 
-def similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, " ".join((a or "").split()), " ".join((b or "").split()),
-                                   autojunk=False).ratio()
+def similarity(draft: str, sent: str) -> float | None:
+    """drafting.similarity's score of a (replayed) draft against the sent email: the pairs' own
+    measure, after the same cleaning; None when unscorable."""
+    from .. import similarity as pair_similarity
+
+    return pair_similarity.score(draft, sent).similarity

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('drafting', '0001_initial'),
+        ('drafting', '0002_sent_mail_claims'),
         ('lindy', '0002_taskevent_system_actor'),
         ('memory', '0005_search_fold_cost'),
         ('router', '0009_target_accepts_images'),

@@ -24,6 +24,7 @@ class Metric:
     name: str
     higher_is_better: bool
     label: str
+    url_name: str = ""  # a page (URL name) of the app that reports it, where its numbers are explained
 
     def goodness(self, value: float) -> float:
         return value if self.higher_is_better else 1.0 - value
@@ -32,8 +33,8 @@ class Metric:
 _METRICS: dict[str, Metric] = {}
 
 
-def register_metric(name: str, *, higher_is_better: bool, label: str) -> Metric:
-    metric = Metric(name=name, higher_is_better=higher_is_better, label=label)
+def register_metric(name: str, *, higher_is_better: bool, label: str, url_name: str = "") -> Metric:
+    metric = Metric(name=name, higher_is_better=higher_is_better, label=label, url_name=url_name)
     _METRICS[name] = metric
     return metric
 

@@ -68,19 +68,19 @@ def test_refused_baseline_during_a_rollout_records_nothing(cast):
 
 
 def test_variant_added_with_an_event_and_a_duplicate_is_refused(cast):
-    email = route("email.draft")  # owned by the test, which declares that it builds "terse"
-    variants.register({"email.draft": {"default": "", "terse": "Fewer words."}}, owner="tests")
+    email = route("tests.draft")  # owned by the test, which declares that it builds "terse"
+    variants.register({"tests.draft": {"default": "", "terse": "Fewer words."}}, owner="tests")
     client = client_for(cast.superuser)
-    response = client.post("/router/routes/email.draft/variants/", {"name": "terse", "description": "Fewer words."})
+    response = client.post("/router/routes/tests.draft/variants/", {"name": "terse", "description": "Fewer words."})
     assert response.status_code == 302
     created = PromptVariant.objects.get(route=email, name="terse")
     event = AuditEvent.objects.get()
     assert (event.actor, event.action, event.object_type, event.object_id) == (
         cast.superuser, "prompt_variant.created", "prompt_variant", str(created.pk))
     assert event.before is None and event.after["name"] == "terse" and event.after["route"] == email.pk
-    again = client.post("/router/routes/email.draft/variants/", {"name": "terse", "description": "again"})
+    again = client.post("/router/routes/tests.draft/variants/", {"name": "terse", "description": "again"})
     assert again.status_code == 400 and "already has a variant" in again.content.decode()
-    bad = client.post("/router/routes/email.draft/variants/", {"name": "not a slug!"})
+    bad = client.post("/router/routes/tests.draft/variants/", {"name": "not a slug!"})
     assert bad.status_code == 400
     assert PromptVariant.objects.filter(route=email).count() == 2  # default + terse
     assert AuditEvent.objects.count() == 1

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agent import loop as agent_loop
 from agent import prompts as agent_prompts
+from drafting import prompts as drafting_prompts
 from hydration import prompts as hydration_prompts
 from hydration import services as hydration_services
 from lindy import services as core
@@ -89,7 +90,7 @@ def test_each_owner_registers_the_variants_its_builders_know():
     assert variants.buildable("memory.agent").keys() == hydration_prompts.AGENT_VARIANTS.keys()
     assert variants.buildable("router.online_eval").keys() == router_prompts.SYSTEM.keys() == {"default", "strict"}
     assert variants.buildable("memory.count_tokens").keys() == {"default"}  # no prompt: only its default
-    assert variants.buildable("email.draft") == {}  # no app owns it
+    assert variants.buildable("email.draft").keys() == drafting_prompts.VARIANTS.keys() == {"default", "flash-tuned"}
     assert all(len(variants.buildable(r)) > 1 for r in ("agent", "validator", "memory.summarize", "memory.agent"))
 
 

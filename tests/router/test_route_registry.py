@@ -10,7 +10,8 @@ def test_owners_register_their_routes():
     routes = routing.registered_routes()
     assert routes["memory.summarize"].owner == "hydration" and routes["memory.agent"].owner == "hydration"
     assert routes["router.online_eval"].owner == "router"
-    assert not {"email.draft", "learner.judge", "learner.propose"} & set(routes)
+    assert routes["email.draft"].owner == "drafting"
+    assert not {"learner.judge", "learner.propose"} & set(routes)
 
 
 def test_a_route_has_one_owner():
