@@ -215,7 +215,8 @@ LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
     "agent": ["channels_app.tasks.bundle_dispatch", "agent.tasks.agent_run", "validator.tasks.agent_run",
               "agent.tasks.outbox_resume"],
     "hydration": ["hydration.tasks.hydrate"],
-    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell"],
+    "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell",
+              "drafting.tasks.learner_run", "drafting.tasks.learner_init_fetch", "drafting.tasks.learner_init_compose"],
 }
 CELERY_TASK_ROUTES = {
     task: {"queue": f"{CELERY_TASK_DEFAULT_QUEUE}.{kind}"} for kind, tasks in LINDY_QUEUE_CLASSES.items() for task in tasks
