@@ -28,3 +28,7 @@ class DraftingConfig(AppConfig):
             name="drafting.sweep", task="drafting.tasks.sweep", every_seconds=settings.LINDY_DRAFT_SWEEP_SECONDS,
             description="Gmail items hydration stored that drafting has not looked at yet (behind the signal).",
         ))
+
+        from .learner import setup as learner_setup
+
+        learner_setup.ready(self.label)

@@ -222,7 +222,8 @@ LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
               "agent.tasks.outbox_resume"],
     "hydration": ["hydration.tasks.hydrate"],
     "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell",
-              "router.tasks.optimization_run"],
+              "router.tasks.optimization_run", "drafting.tasks.learner_run", "drafting.tasks.learner_init_fetch",
+              "drafting.tasks.learner_init_compose"],
 }
 CELERY_TASK_ROUTES = {
     task: {"queue": f"{CELERY_TASK_DEFAULT_QUEUE}.{kind}"} for kind, tasks in LINDY_QUEUE_CLASSES.items() for task in tasks
@@ -316,6 +317,20 @@ LINDY_AGENT_CONVERSATION_IDLE_HOURS = int(os.environ.get("LINDY_AGENT_CONVERSATI
 # every run, so "the receipt I sent Monday" can be looked at after the conversation's task changed.
 LINDY_AGENT_PHOTO_DAYS = int(os.environ.get("LINDY_AGENT_PHOTO_DAYS", 14))
 LINDY_AGENT_PHOTO_LIMIT = int(os.environ.get("LINDY_AGENT_PHOTO_LIMIT", 4))
+
+# drafting's learner (drafting/learner): the adaptive cadence and the gate.
+# A user's run fires when they have this many new meaningful draft/sent pairs (checked hourly)...
+LINDY_LEARNER_PAIRS_PER_RUN = int(os.environ.get("LINDY_LEARNER_PAIRS_PER_RUN", 4))
+# ...or, with at least one, once this many hours passed since their last run (the floor)...
+LINDY_LEARNER_FLOOR_HOURS = int(os.environ.get("LINDY_LEARNER_FLOOR_HOURS", 24))
+# ...and never more than this many runs in 24 hours (the ceiling).
+LINDY_LEARNER_MAX_RUNS_PER_DAY = int(os.environ.get("LINDY_LEARNER_MAX_RUNS_PER_DAY", 3))
+# The gate: one-sided sign test at this alpha, on at least this many decided comparisons.
+LINDY_LEARNER_ALPHA = float(os.environ.get("LINDY_LEARNER_ALPHA", 0.1))
+LINDY_LEARNER_MIN_DECIDED = int(os.environ.get("LINDY_LEARNER_MIN_DECIDED", 5))
+# Held-out pairs (or historical threads) replayed and judged per proposal; new pairs read per run.
+LINDY_LEARNER_EVAL_PAIRS = int(os.environ.get("LINDY_LEARNER_EVAL_PAIRS", 30))
+LINDY_LEARNER_MAX_NEW_PAIRS = int(os.environ.get("LINDY_LEARNER_MAX_NEW_PAIRS", 24))
 
 # Email (ratio alerts to support): SMTP when EMAIL_HOST is set, else printed to the console.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")

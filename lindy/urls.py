@@ -22,6 +22,7 @@ urlpatterns = [
     path("router/", include("router.urls")),
     path("analyst/", include("analyst.urls")),
     path("hydration/", include("hydration.urls")),
+    path("drafting/learner/", include("drafting.learner.urls")),
     path("channels/", include("channels_app.urls")),
     path("drafting/", include("drafting.urls")),
     path("", include("channels_app.slack_urls")),

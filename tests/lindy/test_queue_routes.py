@@ -30,6 +30,12 @@ EXPECTED = {
     "router.tasks.eval_run": "evals",
     "router.tasks.guardrails_check": "evals",
     "validator.tasks.eval_cell": "evals",
+    # The learner: many model calls per run (replays and the judge), like an eval run; its hourly
+    # cadence check only queues runs.
+    "drafting.tasks.learner_run": "evals",
+    "drafting.tasks.learner_init_fetch": "evals",
+    "drafting.tasks.learner_init_compose": "evals",
+    "drafting.tasks.learner_cadence": None,
     "lindy.tasks.heartbeat": None,
     "lindy.tasks.ping": None,
     "hydration.tasks.dispatch_due": None,

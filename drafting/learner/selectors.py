@@ -1,0 +1,157 @@
+"""The learner's reads: proposals with their evidence, and the judge audit (issue 15 part 7).
+
+The judge audit, per judge target and prompt variant, over the comparisons the user may see
+(identical replays are left out: the judge was not asked):
+- swap agreement: the share of comparisons whose two orders picked the same draft. A judge with
+  no position bias agrees with itself; one that favours a position disagrees whenever the
+  drafts differ. Also the share of votes for position A (0.5 is unbiased).
+- length bias: among votes that picked a draft where the two differ in length, the share that
+  picked the longer one, next to the same share for the deterministic similarity's own choice on
+  the same comparisons (what "closer to the sent email" alone would give). The bias is the
+  difference; a judge that prefers length beyond closeness shows a positive one.
+- agreement with the deterministic similarity (drafting's pair similarity): among decided
+  comparisons where the similarities differ, the share where the judge picked the draft with the
+  higher similarity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+from django.db.models.functions import Length
+from django.http import Http404
+
+from . import judging
+from .models import Comparison, Proposal
+from .permissions import visible_proposals
+
+AUDIT_ROWS = 5000  # the newest comparisons per audit
+MIN_AUDIT = 10  # comparisons before a flag is raised
+SIM_EPSILON = 0.005
+
+
+def proposal_list(user, *, status: str | None = None) -> QuerySet[Proposal]:
+    queryset = visible_proposals(user, Proposal.objects.all()).select_related("user")
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.defer("base_context", "proposed_context", "diff").order_by("-created_at", "-pk")
+
+
+def proposal_get(user, proposal_id) -> Proposal:
+    try:
+        pk = int(proposal_id)
+    except (TypeError, ValueError):
+        raise Http404("No such proposal.") from None
+    proposal = visible_proposals(user, Proposal.objects.all()).select_related("user", "written_revision").filter(
+        pk=pk).first()
+    if proposal is None:
+        raise Http404("No such proposal.")
+    return proposal
+
+
+def comparisons_of(proposal: Proposal) -> QuerySet[Comparison]:
+    return proposal.comparisons.select_related("pair").order_by("pk")
+
+
+def status_counts(user) -> dict[str, int]:
+    from django.db.models import Count
+
+    rows = visible_proposals(user, Proposal.objects.all()).values_list("status").annotate(n=Count("pk"))
+    return dict(rows)
+
+
+@dataclass
+class AuditRow:
+    target: str
+    variant: str
+    comparisons: int = 0
+    votes: int = 0
+    swap_agreement: float | None = None
+    position_a_rate: float | None = None
+    longer_rate: float | None = None
+    similarity_longer_rate: float | None = None
+    length_bias: float | None = None
+    similarity_agreement: float | None = None
+    flags: list[str] = field(default_factory=list)
+    # raw counts
+    _agree: int = 0
+    _a: int = 0
+    _decisive_votes: int = 0
+    _longer: int = 0
+    _length_votes: int = 0
+    _sim_longer: int = 0
+    _sim_length: int = 0
+    _sim_agree: int = 0
+    _sim_decided: int = 0
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def audit_rows(comparisons) -> list[AuditRow]:
+    """Pure: the audit of (target, variant, first_vote, second_vote, outcome, old_sim, new_sim,
+    old_len, new_len) tuples."""
+    rows: dict[tuple[str, str], AuditRow] = {}
+    for target, variant, first, second, outcome, old_sim, new_sim, old_len, new_len in comparisons:
+        row = rows.setdefault((target, variant), AuditRow(target=target or "?", variant=variant or "default"))
+        row.comparisons += 1
+        row._agree += judging.swap_agrees(first, second)
+        sims_differ = old_sim is not None and new_sim is not None and abs(new_sim - old_sim) > SIM_EPSILON
+        for vote, new_first in ((first, False), (second, True)):
+            if vote not in ("A", "B"):
+                continue
+            row.votes += 1
+            row._a += vote == "A"
+            if old_len != new_len:
+                picked_new = judging.preference(vote, new_first=new_first) == "new"
+                row._length_votes += 1
+                row._longer += picked_new == (new_len > old_len)
+        if old_len != new_len and sims_differ:
+            row._sim_length += 1
+            row._sim_longer += (new_sim > old_sim) == (new_len > old_len)
+        if outcome in (judging.WIN, judging.LOSS) and sims_differ:
+            row._sim_decided += 1
+            row._sim_agree += (outcome == judging.WIN) == (new_sim > old_sim)
+    out = []
+    for row in rows.values():
+        row.swap_agreement = _rate(row._agree, row.comparisons)
+        row.position_a_rate = _rate(row._a, row.votes)
+        row.longer_rate = _rate(row._longer, row._length_votes)
+        row.similarity_longer_rate = _rate(row._sim_longer, row._sim_length)
+        if row.longer_rate is not None and row.similarity_longer_rate is not None:
+            row.length_bias = row.longer_rate - row.similarity_longer_rate
+        row.similarity_agreement = _rate(row._sim_agree, row._sim_decided)
+        if row.comparisons >= MIN_AUDIT:
+            if row.swap_agreement is not None and row.swap_agreement < 0.7:
+                row.flags.append("position bias: the two orders disagree on "
+                                 f"{1 - row.swap_agreement:.0%} of comparisons")
+            if row.position_a_rate is not None and abs(row.position_a_rate - 0.5) > 0.25:
+                row.flags.append(f"favours position {'A' if row.position_a_rate > 0.5 else 'B'} "
+                                 f"({max(row.position_a_rate, 1 - row.position_a_rate):.0%} of votes)")
+            if row.length_bias is not None and abs(row.length_bias) > 0.25:
+                row.flags.append(f"length bias: picks the {'longer' if row.length_bias > 0 else 'shorter'} draft "
+                                 f"{abs(row.length_bias):.0%} more often than closeness explains")
+            if row.similarity_agreement is not None and row.similarity_agreement < 0.6:
+                row.flags.append(f"agrees with the deterministic similarity on only {row.similarity_agreement:.0%}")
+        out.append(row)
+    return sorted(out, key=lambda r: (r.target, r.variant))
+
+
+def judge_audit(user, *, proposals: QuerySet[Proposal] | None = None) -> list[AuditRow]:
+    """The audit over the comparisons of the proposals `user` may see (the newest AUDIT_ROWS)."""
+    scope = proposals if proposals is not None else visible_proposals(user, Proposal.objects.all())
+    rows = (Comparison.objects.filter(proposal__in=scope.values("pk"), identical=False)
+            .exclude(first_vote="").order_by("-pk")
+            .annotate(old_len=Length("old_draft"), new_len=Length("new_draft"))
+            .values_list("judge_target", "judge_variant", "first_vote", "second_vote", "outcome",
+                         "old_similarity", "new_similarity", "old_len", "new_len")[:AUDIT_ROWS])
+    return audit_rows(rows)
+
+
+def swap_agreement(proposals: QuerySet[Proposal]) -> float | None:
+    rows = (Comparison.objects.filter(proposal__in=proposals.values("pk"), identical=False).exclude(first_vote="")
+            .values_list("first_vote", "second_vote"))
+    votes = list(rows)
+    return _rate(sum(judging.swap_agrees(a, b) for a, b in votes), len(votes))

@@ -1,0 +1,26 @@
+"""Wires the learner into the product; called from drafting's AppConfig.ready()."""
+
+from __future__ import annotations
+
+
+def ready(label: str) -> None:
+    from lindy import navigation, schedules
+    from router.routing import register_route
+
+    from . import offline, permissions, prompts, tasks  # noqa: F401  (offline rules; tasks by name)
+
+    register_route(prompts.INIT_ROUTE, owner=label,
+                   description="Composes a user's first context document from their answered threads (then gated).")
+    register_route(prompts.PROPOSE_ROUTE, owner=label,
+                   description="Proposes an edit to a user's context document from draft/sent pairs.")
+    register_route(prompts.JUDGE_ROUTE, owner=label,
+                   description="Judges which of two drafts is closer to the email the user really sent.")
+    prompts.register()
+    schedules.register(schedules.Periodic(
+        name="drafting.learner_cadence", task="drafting.tasks.learner_cadence", every_seconds=3600,
+        description="Hourly: runs the learner for each user with enough new meaningful draft/sent pairs "
+                    "(LINDY_LEARNER_PAIRS_PER_RUN), within the daily floor and ceiling.",
+    ))
+    navigation.register(navigation.NavItem(
+        "learner", "Context learner", "drafting-learner", permissions.can_view_learner, order=46,
+    ))

@@ -1,0 +1,182 @@
+"""`manage.py learner_simulate`: the real pipeline against simulated users, on a simulated clock.
+
+What is real: the drafting call (route email.draft, the user's current drafting.md, through the
+router, recorded with its replayable request), the pairs (drafting.services.pair_create: the
+same cleaning, similarity and thresholds as production), the adaptive cadence
+(learner_due, checked every simulated hour), the learner (learner.propose, replays, the judge
+twice per comparison, the sign test) and the memory revisions it writes. All of it on the offline
+provider, so anyone can run it with no network.
+
+What is simulated: the people (drafting.learner.simulation.users) and the Gmail transport. A
+simulated user's inbound mail is handed to the drafting step as Gmail would give it (headers,
+body), and what they send is paired with the draft as the sent-mail step would.
+
+Everything happens inside one transaction that is rolled back at the end (unless `keep`), so
+a simulation leaves nothing behind."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import time_machine
+from django.db import transaction
+from django.test.utils import override_settings
+from django.utils import timezone
+
+from lindy.models import Membership, Team, User
+from router import gateway
+
+from ... import prompts, rules
+from ...models import Draft, DraftPair
+from ...services.context import context_read, context_write
+from ...services.pairs import pair_create
+from .. import selectors, services
+from ..models import Proposal
+from .users import Inbound, SimUser, make_users
+
+START = datetime(2026, 3, 2, 7, 0, tzinfo=UTC)  # a Monday
+INBOUND_HOUR = 8
+SEND_HOURS = (10, 12, 14, 16)
+LAST_HOUR = 20
+
+
+class _Rollback(Exception):
+    pass
+
+
+@dataclass
+class Day:
+    day: int
+    drafts: int
+    pairs: int
+    heavy: int
+
+    def as_dict(self) -> dict:
+        return {"day": self.day, "drafts": self.drafts,
+                "heavy_edit_rate": round(self.heavy / self.pairs, 3) if self.pairs else None}
+
+
+_ids = itertools.count(1)
+
+
+def _draft_inbound(user: User, team: Team, sim: SimUser, inbound: Inbound, tag: str) -> Draft:
+    """The drafting step on one inbound email (drafting.services.inbound, after its Gmail reads)."""
+    n = next(_ids)
+    headers = {"from": inbound.sender, "to": user.email, "subject": inbound.subject}
+    if not inbound.needs_reply:
+        headers["list-unsubscribe"] = "<mailto:unsubscribe@vendor.test>"
+    now = timezone.now()
+    draft = Draft.objects.create(user=user, team=team, gmail_message_id=f"sim-{tag}-{n}",
+                                 gmail_thread_id=f"sim-thread-{tag}-{n}", inbound_from=inbound.sender,
+                                 inbound_to=user.email, inbound_subject=inbound.subject, inbound_body=inbound.body,
+                                 inbound_at=now)
+    reason = rules.skip_reason(headers=headers, labels=["INBOX"], own_addresses={user.email.casefold()})
+    if reason:
+        draft.status, draft.skip_reason = Draft.Status.SKIPPED, reason[:300]
+        draft.save()
+        return draft
+    thread = prompts.Thread(user_name=user.display_name, user_email=user.email,
+                            last=prompts.Message(sender=inbound.sender, to=user.email, subject=inbound.subject,
+                                                 body=inbound.body, at=now.isoformat()))
+    context = context_read(user)
+    assignment = gateway.assign(prompts.ROUTE, user)
+    request = prompts.build_draft_request(context=context.text, thread=thread, variant=assignment.prompt_variant)
+    completion = gateway.complete(route=prompts.ROUTE, user=user, team=team, system=request["system"],
+                                  messages=request["messages"], max_tokens=request["max_tokens"],
+                                  assignment=assignment, metadata={"draft_id": draft.pk}, budget_wait=0)
+    reply = prompts.parse_reply(completion.text)
+    draft.request, draft.thread = request, thread.as_dict()
+    draft.context_text, draft.context_sha256 = context.text, context.sha256
+    draft.context_version, draft.context_revision_id = context.version, context.revision_id
+    draft.target_name, draft.prompt_variant, draft.arm = (assignment.target.name, completion.prompt_variant,
+                                                          assignment.arm)
+    draft.model_call_id = completion.call_id
+    if not reply.needed or not reply.body:
+        draft.status, draft.skip_reason = Draft.Status.SKIPPED, f"The model: {reply.reason}"[:300]
+    else:
+        draft.status, draft.body = Draft.Status.RECORDED, reply.body
+        draft.to, draft.subject = [inbound.sender], f"Re: {inbound.subject}"[:300]
+    draft.save()
+    return draft
+
+
+def simulate(*, users: int, days: int, seed: int, mails_per_day: int = 8, keep: bool = False,
+             log=None) -> dict:
+    result: dict = {}
+
+    def say(text: str) -> None:
+        if log:
+            log(text)
+
+    try:
+        with override_settings(MODEL_OFFLINE=True), time_machine.travel(START, tick=False) as clock, \
+                transaction.atomic():
+            tag = f"{seed}-{int(datetime.now(tz=UTC).timestamp())}"
+            team = Team.objects.create(name=f"Learner simulation {tag}")
+            sims = make_users(users, seed)
+            people: list[tuple[SimUser, User]] = []
+            for sim in sims:
+                user = User.objects.create_user(email=f"{sim.first.lower()}.{tag}@{sim.domain}", name=sim.name)
+                Membership.objects.create(team=team, user=user, role=Membership.Role.ADMIN)
+                context_write(user=user, text=sim.stale_context(), author="system",
+                              reason="Simulation: the onboarding snapshot (stale by design).")
+                people.append((sim, user))
+            days_out = []
+            for day in range(1, days + 1):
+                base = START + timedelta(days=day - 1)
+                todays: list[tuple[SimUser, User, Inbound, Draft]] = []
+                drafted = pairs = heavy = 0
+                for hour in range(INBOUND_HOUR, LAST_HOUR + 1):
+                    clock.move_to(base.replace(hour=hour))
+                    if hour == INBOUND_HOUR:
+                        for sim, user in people:
+                            for inbound in sim.inbound_for_day(day, mails_per_day):
+                                draft = _draft_inbound(user, team, sim, inbound, tag)
+                                if draft.drafted:
+                                    drafted += 1
+                                    todays.append((sim, user, inbound, draft))
+                    if hour in SEND_HOURS:
+                        share = todays[: max(1, len(todays) // (len(SEND_HOURS) - SEND_HOURS.index(hour)))]
+                        todays = todays[len(share):]
+                        for sim, _user, inbound, draft in share:
+                            sent = sim.reply(day=day, inbound=inbound, draft=draft.body)
+                            pair = pair_create(draft=draft, sent_message_id=f"sent-{draft.gmail_message_id}",
+                                               sent_body=sent, sent_at=timezone.now())
+                            pairs += 1
+                            heavy += pair.heavy_edit
+                    for user_id, trigger in services.learner_due(now=timezone.now()):
+                        user = User.objects.get(pk=user_id)
+                        if not user.memberships.filter(team=team).exists():
+                            continue  # a real user's pairs: not this simulation's business
+                        run = services.learner_run(user=user, trigger=trigger, now=timezone.now())
+                        say(f"day {day} {hour:02d}:00 {user.email}: {run.get_outcome_display()} — {run.message}")
+                days_out.append(Day(day, drafted, pairs, heavy))
+                say(f"day {day}: {drafted} drafts, {pairs} pairs, {heavy} heavily edited")
+            proposals = Proposal.objects.filter(team=team, kind=Proposal.Kind.EDIT)
+            agreement = selectors.swap_agreement(proposals)
+            result = {
+                "days": [d.as_dict() for d in days_out],
+                "accepted": proposals.filter(status=Proposal.Status.ACCEPTED).count(),
+                "rejected": proposals.filter(status=Proposal.Status.REJECTED).count(),
+                "judge_swap_agreement": round(agreement, 3) if agreement is not None else None,
+            }
+            if log:
+                for sim, user in people:
+                    say(f"--- {user.email}: final drafting.md ---\n{context_read(user).text}")
+                    say(f"(hidden truth on the last day: {_truth_text(sim, days)})")
+            if not keep:
+                raise _Rollback
+    except _Rollback:
+        pass
+    return result
+
+
+def _truth_text(sim: SimUser, day: int) -> str:
+    truth = sim.truth(day)
+    return (f"greeting {truth['greeting']!r}, sign-off {truth['sign_off']!r}, contacts "
+            + ", ".join(f"{c.name} ({c.role})" for c in truth["contacts"]))
+
+
+__all__ = ["DraftPair", "simulate"]
