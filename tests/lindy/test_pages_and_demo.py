@@ -44,7 +44,9 @@ def test_list_pages_are_paginated_with_bounded_queries(cast, django_assert_max_n
     assert first.status_code == 200 and "Page 1 of 2" in first.content.decode()
     with django_assert_max_num_queries(12):
         assert client.get("/meetings/?page=2").status_code == 200
-    with django_assert_max_num_queries(14):
+    # The home page also reads its tiles (blocked actions, each memory's verdict, runs and slots:
+    # lindy/home.py), a fixed number whatever the rows; tests/lindy/test_home.py bounds each role's.
+    with django_assert_max_num_queries(20):
         assert client.get("/").status_code == 200
 
 
