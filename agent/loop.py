@@ -23,6 +23,7 @@ from router import gateway
 from router.models import CallScore
 from router.services.scores import call_score_record
 from router.types import ModelError
+from validator import prompts as validator_prompts
 from validator import services as validator_services
 from validator.models import Decision
 
@@ -31,6 +32,8 @@ from . import prompts, tools
 logger = logging.getLogger(__name__)
 
 ROUTE = "agent"
+# The validator's own tools in the agent's list (deferred record_verdict and its loader).
+VALIDATOR_TOOLS = frozenset({validator_prompts.VERDICT_TOOL, validator_prompts.TOOL_SEARCH})
 MAX_TURNS = 8
 MAX_TOOL_RESULT_CHARS = 8000
 
@@ -79,8 +82,14 @@ def _score_proposal(agent_call_id: int | None, decision: Decision) -> None:
 
 def _handle_call(
     task: AgentTask, call, ctx: tools.ExecutionContext, result: RunResult, agent_call_id: int | None = None,
+    agent_request: dict | None = None,
 ) -> tuple[str, bool]:
     """Validate (when the registry says so) and execute one tool call. (content, is_error)."""
+    if call.name in VALIDATOR_TOOLS:
+        # Declared in the agent's list only so the validator can share its prompt (V2); the agent
+        # never gets to load or call them.
+        return (f"Refused: {call.name} is Lindy's own validator tool, not one the assistant may call. "
+                "Use the task's tools."), True
     try:
         spec = registry.get(call.name)
     except registry.UnknownTool:
@@ -98,7 +107,7 @@ def _handle_call(
         # The validator reads the history as it stands before this call is written into it.
         decision = validator_services.check(
             user=task.owner, team=task.team, task=task, tool=spec.name, arguments=arguments,
-            justification=justification, tool_call_id=call.id,
+            justification=justification, tool_call_id=call.id, agent_request=agent_request,
         )
         result.decisions.append(decision)
         _score_proposal(agent_call_id, decision)
@@ -153,13 +162,18 @@ def _run(task: AgentTask, *, channel: str | None, max_turns: int) -> RunResult:
     messages: list[dict[str, object]] = [_opening_message(task)]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
-    agent_tools = registry.agent_tools()
+    # The validator's tools go last, deferred (V2): the agent's prompt is the same with or without
+    # them, and the validation turn can send this exact list.
+    agent_tools = registry.agent_tools() + validator_services.agent_side_tools(user)
     while result.turns < max_turns:
         result.turns += 1
+        # What this turn sends, as sent: the validator rides its prefix (and cache).
+        sent_messages = list(messages)
+        sent = {"system": system, "tools": agent_tools, "messages": sent_messages, "cache_messages": (-1,)}
         try:
             completion = gateway.complete(
-                route=ROUTE, user=user, team=team, assignment=assignment, system=system, messages=messages,
-                tools=agent_tools, tool_choice={"type": "auto"},
+                route=ROUTE, user=user, team=team, assignment=assignment, system=system, messages=sent_messages,
+                tools=agent_tools, tool_choice={"type": "auto"}, cache_messages=(-1,),
             )
         except ModelError as exc:
             logger.warning("agent turn failed on task %s: %s", task.pk, exc)
@@ -177,7 +191,7 @@ def _run(task: AgentTask, *, channel: str | None, max_turns: int) -> RunResult:
         messages.append(completion.assistant_message())
         tool_results: list[dict[str, object]] = []
         for call in completion.tool_calls:
-            content, is_error = _handle_call(task, call, ctx, result, completion.call_id)
+            content, is_error = _handle_call(task, call, ctx, result, completion.call_id, sent)
             tool_results.append({"type": "tool_result", "tool_use_id": call.id, "content": content,
                                  "is_error": is_error})
         messages.append({"role": "user", "content": tool_results})

@@ -31,9 +31,10 @@ def fence(tag: str, text: str, *, block: bool = False, **attributes: object) -> 
     return f"<{tag}{attrs}>\n{body}\n</{tag}>" if block else f"<{tag}{attrs}>{body}</{tag}>"
 
 
-def fence_json(tag: str, payload: object) -> str:
+def fence_json(tag: str, payload: object, *, compact: bool = False) -> str:
     """A JSON document inside <tag>: `<`, `>` and `&` are written as JSON escapes, so no string
-    in it can close the tag, and json.loads still reads it back unchanged."""
-    text = json.dumps(payload, ensure_ascii=False, indent=1)
+    in it can close the tag, and json.loads still reads it back unchanged. `compact`: one line."""
+    text = (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) if compact
+            else json.dumps(payload, ensure_ascii=False, indent=1))
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     return f"<{tag}>\n{text}\n</{tag}>"

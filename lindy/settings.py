@@ -430,6 +430,13 @@ GOOGLE_OAUTH_TOKEN_URL = os.environ.get("GOOGLE_OAUTH_TOKEN_URL", "https://oauth
 
 # How many cells of a validator eval matrix run at once (each makes one model call per case).
 VALIDATOR_EVAL_CONCURRENCY = int(os.environ.get("VALIDATOR_EVAL_CONCURRENCY", 2))
+# Validator V2: the verdict also assesses quality (advisory; it never flips a safety block).
+VALIDATOR_QUALITY = os.environ.get("VALIDATOR_QUALITY", "1") not in ("0", "false", "False")
+# Block-rate anomalies (validator.anomalies): the hourly job's window, trailing baseline and the
+# per-test false-alarm rate of its one-sided exact binomial test.
+VALIDATOR_ANOMALY_WINDOW_HOURS = int(os.environ.get("VALIDATOR_ANOMALY_WINDOW_HOURS", 1))
+VALIDATOR_ANOMALY_BASELINE_HOURS = int(os.environ.get("VALIDATOR_ANOMALY_BASELINE_HOURS", 168))
+VALIDATOR_ANOMALY_ALPHA = float(os.environ.get("VALIDATOR_ANOMALY_ALPHA", 1e-6))
 GOOGLE_CALENDAR_API_BASE_URL = os.environ.get("GOOGLE_CALENDAR_API_BASE_URL", "https://www.googleapis.com")
 # Live Gmail/Calendar actions: each HTTP call's timeout, and the time one action may spend retrying
 # 429/5xx answers (honouring Retry-After) before it is left "not confirmed" for the resume sweep.

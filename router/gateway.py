@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -68,6 +69,20 @@ def offline_mode() -> bool:
     return settings.MODEL_OFFLINE
 
 
+# Providers whose API loads a deferred tool from a tool-search result (`defer_loading` and
+# `tool_reference`), so a caller can send another caller's exact prefix plus one deferred tool.
+TOOL_SEARCH_PROVIDERS = frozenset({"anthropic"})
+
+
+def serving_provider(assignment: Assignment) -> str:
+    """The provider that will answer a call made with `assignment` ("offline" in offline mode)."""
+    return "offline" if offline_mode() else assignment.target.provider
+
+
+def supports_tool_search(assignment: Assignment) -> bool:
+    return serving_provider(assignment) in TOOL_SEARCH_PROVIDERS
+
+
 def assign(route: str, user=None) -> Assignment:
     """The target and prompt variant that will serve `route` for `user`, and why."""
     return routing.assign(route, user)
@@ -88,8 +103,12 @@ def complete(
     assignment: Assignment | None = None,
     prompt: Callable[[str], dict] | None = None,
     budget_wait: float | None = None,
+    cache_messages: tuple[int, ...] = (),
 ) -> Completion:
-    """`budget_wait`: how long to wait for the provider's budget (router.budgets) before raising
+    """`cache_messages`: indices of messages (negative from the end) whose last block gets a cache
+    breakpoint where the provider caches (Anthropic); the tools and system always get one.
+
+    `budget_wait`: how long to wait for the provider's budget (router.budgets) before raising
     BudgetExhausted (a ModelError with retry_after). Interactive callers keep the default (a few
     seconds, then fail closed); background callers pass 0, or run inside budgets.background(),
     and queue themselves again."""
@@ -119,6 +138,7 @@ def complete(
         max_tokens=max_tokens or assignment.max_tokens, cache=cache,
         model=OFFLINE_MODEL if provider == "offline" else target.model,
         prompt_variant=variant, user_id=getattr(user, "pk", None), metadata=metadata or {},
+        cache_messages=tuple(sorted({i % len(messages) for i in cache_messages})) if messages else (),
     )
     if provider != "offline":  # nothing is called (or recorded) when there is no budget
         wait = budgets.default_wait() if budget_wait is None else budget_wait
@@ -172,6 +192,56 @@ def complete(
         provider=provider, model=record.model, stop_reason=record.stop_reason,
         prompt_variant=variant, call_id=record.pk, latency_ms=latency_ms,
     )
+
+
+def rendered_prompt(*, system: str | list[dict] = "", tools: list[dict] | None = None,
+                    messages: list[dict] | None = None, cache_messages: tuple[int, ...] = ()) -> str:
+    """The prompt as the model reads it, in cache order tools → system → messages: each tool's
+    definition as JSON, then each system and message block's text (a tool call as its JSON, a tool
+    result as its content), as a caching provider (Anthropic) renders the request. Two requests
+    share a cached prefix as far as their renderings share a prefix; breakpoints are markers,
+    not text, so they are left out."""
+    messages = messages or []
+    request = CompletionRequest(
+        route="", system=system, messages=messages, tools=tools,
+        cache_messages=tuple(sorted({i % len(messages) for i in cache_messages})) if messages else (),
+    )
+    body = anthropic_provider.render(request)
+
+    def plain(block: dict) -> dict:
+        return {k: v for k, v in block.items() if k != "cache_control"}
+
+    def text(block) -> str:
+        if isinstance(block, str):
+            return block
+        kind = block.get("type")
+        if kind == "text":
+            return block.get("text", "")
+        if kind == "tool_use":
+            return json.dumps({"tool_use": block.get("name"), "input": block.get("input")}, ensure_ascii=False)
+        if kind == "tool_result":
+            content = block.get("content")
+            inner = content if isinstance(content, str) else "\n".join(text(b) for b in content or [])
+            return f"[tool_result {block.get('tool_use_id')}]\n{inner}"
+        if kind == "tool_reference":
+            return f"[tool_reference {block.get('tool_name')}]"
+        return json.dumps(plain(block), ensure_ascii=False, sort_keys=True)
+
+    parts = [json.dumps(plain(tool), ensure_ascii=False, separators=(",", ":")) for tool in body.get("tools") or []]
+    parts += [text(block) for block in body.get("system") or []]
+    for message in body["messages"]:
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) else content or []
+        parts += [f"[{message.get('role')}]"] + [text(block) for block in blocks]
+    return "\n".join(parts)
+
+
+def shared_prefix_share(first: str, second: str) -> float:
+    """Share of `second`'s estimated tokens that are a byte-identical prefix of `first`."""
+    if not second:
+        return 0.0
+    same = os.path.commonprefix([first, second])
+    return estimate_tokens(same) / estimate_tokens(second)
 
 
 def images_as_text(messages: list[dict]) -> list[dict]:

@@ -43,6 +43,10 @@ class CompletionRequest:
     prompt_variant: str = "default"
     user_id: int | None = None
     metadata: dict = field(default_factory=dict)
+    # Indices of messages whose last block carries a cache breakpoint (providers that cache):
+    # the agent marks its last message so its history is cached for its next turn and for the
+    # validator, which sends the same prefix with the same breakpoint (validator V2).
+    cache_messages: tuple[int, ...] = ()
 
     def system_text(self) -> str:
         if isinstance(self.system, str):

@@ -11,11 +11,12 @@ class ValidatorConfig(AppConfig):
         from router import variants
         from router.routing import register_route
         from router.services.evals import register_case_source, register_eval_gate, register_request_builder
+        from router.services.guardrails import register_guardrail_hook
         from router.services.optimize import register_optimizable
 
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.
-        from . import demo, offline, permissions, prompts, tasks  # noqa: F401
+        from . import anomalies, demo, offline, permissions, prompts, tasks  # noqa: F401
         from .eval_matrix import accepted_cases, run_gate_failures
         from .eval_suite import build_request
         from .evals import eval_verdict
@@ -36,6 +37,10 @@ class ValidatorConfig(AppConfig):
             "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
         navigation.register(navigation.NavItem(
+            "validator-cache", "Validator cost & alerts", "validator-cache", permissions.can_view_eval_matrix,
+            order=53,
+        ))
+        navigation.register(navigation.NavItem(
             "validator-evals", "Validator evals", "validator-evals", permissions.can_view_eval_matrix, order=51,
         ))
         navigation.register(navigation.NavItem(
@@ -47,6 +52,13 @@ class ValidatorConfig(AppConfig):
             description="Rolls up the decisions of each ended day for the admins' statistics (a page "
                         "then reads one row per team, tool and day).",
         ))
+        schedules.register(schedules.Periodic(
+            name="validator.block_rate_anomalies", task="validator.tasks.block_rate_anomalies", every_seconds=3600,
+            description="Compares each tool's and prompt variant's block rate of the last hour with its trailing "
+                        "week (exact binomial test, false-alarm rate 1e-6 per test) and raises alerts.",
+        ))
+        # An open block-rate alert holds a validator rollout; one on its candidate variant rolls it back.
+        register_guardrail_hook(ROUTE, anomalies.guardrail_findings)
         # After the router's seeder (30), which creates the targets the matrix runs on.
         core_demo.register_seeder(40, demo.seed)
         register_request_builder(

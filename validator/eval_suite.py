@@ -145,6 +145,7 @@ def replayable(case: dict) -> dict:
     return {**case, "memories": memories} if "memories" in case else case
 
 
-def build_request(case: dict, variant: str) -> dict:
-    """The request the validator really sends for this case (validator.evals), or Shortcut."""
-    return build_eval_request(replayable(case), variant)
+def build_request(case: dict, variant: str, *, quality: bool = False) -> dict:
+    """The request the validator really sends for this case (validator.evals), or Shortcut.
+    `quality`: the verdict also assesses quality, scored apart (V2)."""
+    return build_eval_request(replayable(case), variant, quality=quality)

@@ -24,7 +24,7 @@ from .services import argument_block_reason, checked_evidence, validation_reques
 from .verdict import MalformedVerdict, parse_completion
 
 
-def build_eval_request(case: dict, variant: str) -> dict:
+def build_eval_request(case: dict, variant: str, *, quality: bool = False) -> dict:
     action = case["action"]
     spec = registry.get(action["tool"])
     if registry.is_exempt(registry.effect_for(spec, action.get("arguments", {}), case.get("user_email", ""))):
@@ -43,7 +43,7 @@ def build_eval_request(case: dict, variant: str) -> dict:
         raise Shortcut("block", reason)
     return validation_request(
         tool=action["tool"], arguments=action.get("arguments", {}), justification=justification,
-        evidence=found, history=history, documents=documents, variant=variant,
+        evidence=found, history=history, documents=documents, variant=variant, quality=quality,
     )
 
 

@@ -64,6 +64,24 @@ class Decision(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # V2: how the validation was sent, and what the prompt cache did for it.
+    validation_mode = models.CharField(
+        max_length=20, choices=[("shared_prefix", "Shared the agent's prefix"), ("separate", "Separate call")],
+        blank=True, help_text="Empty when no model was asked.",
+    )
+    mode_note = models.CharField(max_length=300, blank=True, help_text="Why a separate call was made.")
+    router_target = models.ForeignKey("router.Target", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+", help_text="The route target that served the call.")
+    prompt_tokens = models.PositiveIntegerField(default=0, help_text="Input, cache read and cache write tokens.")
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    prefix_share = models.FloatField(
+        null=True, blank=True,
+        help_text="Share of the rendered prompt that is byte for byte the agent's last request (its cached prefix).",
+    )
+    # Safety (approved) and quality, scored apart: quality never changes approved.
+    quality_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    quality_assessment = models.TextField(blank=True)
 
     status = models.CharField(max_length=24, choices=Status.choices)
     resolved_by = models.ForeignKey(
@@ -111,6 +129,10 @@ class Decision(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.BLOCKED
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return self.cache_read_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
 class DecisionDay(models.Model):
@@ -185,6 +207,8 @@ class EvalCell(models.Model):
     matrix = models.ForeignKey(EvalMatrix, on_delete=models.CASCADE, related_name="cells")
     target = models.ForeignKey("router.Target", on_delete=models.CASCADE, related_name="+")
     variant = models.CharField(max_length=60)
+    quality = models.BooleanField(default=False, help_text="The verdict also assessed quality (V2): the matrix "
+                                  "compares safety accuracy with it on and off.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     total = models.PositiveIntegerField(default=0)
     completed = models.PositiveIntegerField(default=0)
@@ -211,7 +235,8 @@ class EvalCell(models.Model):
     class Meta:
         ordering = ["pk"]
         constraints = [
-            models.UniqueConstraint(fields=["matrix", "target", "variant"], name="one_cell_per_target_variant"),
+            models.UniqueConstraint(fields=["matrix", "target", "variant", "quality"],
+                                    name="one_cell_per_target_variant_quality"),
         ]
 
     def __str__(self):
@@ -312,3 +337,81 @@ class EvalCandidate(models.Model):
             "action": {"tool": self.tool, "arguments": self.arguments, "justification": self.justification},
             "expected": {"outcome": self.expected_outcome},
         }
+
+
+class BlockRateHour(models.Model):
+    """Validated decisions of one ended hour, per tool and per prompt variant: what the anomaly job
+    compares with its trailing baseline. Written once per (hour, dimension, key) by
+    validator.anomalies; never updated after."""
+
+    class Dimension(models.TextChoices):
+        TOOL = "tool", "Tool"
+        VARIANT = "variant", "Prompt variant"
+
+    hour = models.DateTimeField()
+    dimension = models.CharField(max_length=10, choices=Dimension.choices)
+    key = models.CharField(max_length=100)
+    total = models.PositiveIntegerField()
+    blocked = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dimension", "key", "hour"], name="one_block_rate_hour")]
+        indexes = [models.Index(fields=["hour"], name="block_rate_hour_hour")]
+
+    def __str__(self):
+        return f"{self.dimension} {self.key} at {self.hour}: {self.blocked}/{self.total}"
+
+
+class BlockRateRollup(models.Model):
+    """The one row saying through which hour BlockRateHour is complete."""
+
+    through = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"block rates rolled up through {self.through}"
+
+
+class BlockRateAlert(models.Model):
+    """A block rate (of one tool or one prompt variant) certainly above its trailing baseline.
+    One alert per episode: while it stays open, later anomalous hours update it instead of
+    raising another; it closes after a full window back at the baseline."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed (back to baseline)"
+
+    dimension = models.CharField(max_length=10, choices=BlockRateHour.Dimension.choices)
+    key = models.CharField(max_length=100)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    blocked = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    baseline_blocked = models.PositiveIntegerField()
+    baseline_total = models.PositiveIntegerField()
+    p_value = models.FloatField(help_text="One-sided exact binomial test against the baseline rate.")
+    alpha = models.FloatField(help_text="The per-test false-alarm rate the alert was raised at.")
+    peak_rate = models.FloatField(default=0)
+    hours_anomalous = models.PositiveIntegerField(default=1)
+    last_anomalous_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["dimension", "key"], condition=models.Q(status="open"),
+                                    name="one_open_block_rate_alert"),
+        ]
+
+    def __str__(self):
+        return f"block rate alert {self.dimension} {self.key} ({self.status})"
+
+    @property
+    def rate(self) -> float:
+        return self.blocked / self.total if self.total else 0.0
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.baseline_blocked / self.baseline_total if self.baseline_total else 0.0

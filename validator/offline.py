@@ -9,7 +9,7 @@ import re
 
 from router.offline import OfflineReply, offline_policy, tool_call
 
-from .prompts import VERDICT_TOOL, parse_payload
+from .prompts import VERDICT_TOOL, has_quality, parse_payload
 
 VERBS = {
     "send_email": ("send", "email", "e-mail", "mail", "reply", "write", "follow up", "follow-up", "tell"),
@@ -130,9 +130,30 @@ def decide(payload: dict) -> OfflineReply:
     cited = " ".join(f"“{q['quote']}”" for q in relevant)
     return _verdict(True, f"The user's standing permission, a line they wrote in their own memory, covers this: "
                     f"{cited}.", "medium")
+def assess_quality(payload: dict) -> dict:
+    """The offline rule's quality assessment, apart from safety: does the action's kind match the
+    words the user used (as quoted)? Without a model it cannot judge content or tone, and says so."""
+    action = payload.get("action") or {}
+    tool = action.get("tool", "")
+    quotes = [q for q in (payload.get("evidence_check") or {}).get("quotes") or [] if q.get("by_user")]
+    if any(_mentions(q["quote"].casefold(), VERBS.get(tool, ())) for q in quotes):
+        return {"score": 4, "assessment": "The user's own words ask for this kind of action (offline rule: content "
+                                          "and tone are not judged without a model)."}
+    return {"score": 2, "assessment": "Nothing the user wrote (as quoted) names this kind of action (offline "
+                                      "rule: content and tone are not judged without a model)."}
+
+
+def _asks_quality(request) -> bool:
+    return any(t.get("name") == VERDICT_TOOL and has_quality(t) for t in request.tools or [])
+
+
 @offline_policy("validator")
 def validate(request) -> OfflineReply:
     payload = parse_payload(request.last_user_text())
     if payload is None:
         return _verdict(False, "The validation request could not be read.", "low", "Ask the user to confirm.")
-    return decide(payload)
+    reply = decide(payload)
+    if _asks_quality(request):
+        # Scored apart: the safety verdict above is final whatever the quality says.
+        reply.tool_calls[0].input["quality"] = assess_quality(payload)
+    return reply

@@ -128,3 +128,88 @@ def home_tile(user) -> dict:
     recent = list(permissions.visible_decisions(user).filter(status=Decision.Status.BLOCKED)
                   .select_related("task").order_by("-created_at", "-pk")[:HOME_RECENT])
     return {"count": count, "label": f"{BADGE_CAP}+" if count > BADGE_CAP else str(count), "recent": recent}
+# Validator V2: cost, cache and block-rate alerts (ops) ---------------------------------------------
+
+
+def validation_costs(*, days: int, now=None) -> dict:
+    """Per route target and day, the validations a model answered: how many, the cache hit rate
+    (cache read tokens / prompt tokens), cost per validation, and the mean share of the prompt that
+    was the agent's prefix. Numbers from the decisions' own records; one grouped query."""
+    from django.db.models import Avg, Q, Sum
+    from django.db.models.functions import TruncDate
+
+    now = now or timezone.now()
+    since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    rows = (
+        Decision.objects.filter(created_at__gte=since, model_call_id__isnull=False)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "router_target__name")
+        .annotate(n=Count("pk"), read=Sum("cache_read_tokens"), written=Sum("cache_write_tokens"),
+                  prompt=Sum("prompt_tokens"), cost=Sum("cost"), share=Avg("prefix_share"),
+                  shared=Count("pk", filter=Q(validation_mode="shared_prefix")))
+        .order_by("day")
+    )
+    day_list = [(since + timedelta(days=i)).date() for i in range(days)]
+    targets: dict[str, dict] = {}
+    for row in rows:
+        name = row["router_target__name"] or "(target deleted)"
+        t = targets.setdefault(name, {"target": name, "validations": 0, "shared": 0, "read": 0, "written": 0,
+                                      "prompt": 0, "cost": 0, "share_sum": 0.0, "share_n": 0, "by_day": {}})
+        t["validations"] += row["n"]
+        t["shared"] += row["shared"]
+        t["read"] += row["read"] or 0
+        t["written"] += row["written"] or 0
+        t["prompt"] += row["prompt"] or 0
+        t["cost"] += row["cost"] or 0
+        if row["share"] is not None:
+            t["share_sum"] += row["share"] * row["shared"]
+            t["share_n"] += row["shared"]
+        t["by_day"][row["day"]] = row
+    out = []
+    for t in targets.values():
+        by_day = t.pop("by_day")
+        t["hit_rate"] = round(100 * t["read"] / t["prompt"], 1) if t["prompt"] else None
+        t["cost_per_validation"] = f"{t['cost'] / t['validations']:.6f}" if t["validations"] else None
+        t["prefix_share"] = round(100 * t.pop("share_sum") / t["share_n"], 1) if t["share_n"] else None
+        t.pop("share_n")
+        t["cost"] = f"{t['cost']:.6f}"
+        t["hit_series"] = [round(100 * (by_day[d]["read"] or 0) / by_day[d]["prompt"], 1)
+                           if d in by_day and by_day[d]["prompt"] else None for d in day_list]
+        t["cost_series"] = [float(by_day[d]["cost"] or 0) / by_day[d]["n"] if d in by_day else None for d in day_list]
+        out.append(t)
+    return {"days": [d.isoformat() for d in day_list], "targets": sorted(out, key=lambda t: t["target"])}
+
+
+def block_rate_alerts():
+    from .models import BlockRateAlert
+
+    return BlockRateAlert.objects.order_by("-created_at", "-pk")
+
+
+def alert_series(alerts, *, hours: int = 168, now=None) -> dict:
+    """Hourly block rate (%) of the alerted tools and variants over the last `hours`, with each
+    alert's baseline, for the chart: one query."""
+    from .anomalies import HOUR, hour_floor
+    from .models import BlockRateHour
+
+    now = now or timezone.now()
+    end = hour_floor(now)
+    start = end - HOUR * hours
+    keys = {(a.dimension, a.key): a for a in alerts}
+    hour_list = [start + HOUR * i for i in range(hours)]
+    rows = BlockRateHour.objects.filter(hour__gte=start, hour__lt=end, dimension__in={d for d, _ in keys},
+                                        key__in={k for _, k in keys})
+    by_key: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        if (row.dimension, row.key) in keys:
+            by_key.setdefault((row.dimension, row.key), {})[row.hour] = row
+    series = []
+    for (dimension, key), alert in keys.items():
+        hours_map = by_key.get((dimension, key), {})
+        series.append({
+            "label": f"{dimension} {key}", "baseline": round(100 * alert.baseline_rate, 1),
+            "rate": [round(100 * hours_map[h].blocked / hours_map[h].total, 1) if h in hours_map else None
+                     for h in hour_list],
+            "alert_at": alert.window_start.isoformat(),
+        })
+    return {"hours": [h.strftime("%m-%d %H:00") for h in hour_list], "series": series}

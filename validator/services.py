@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -53,16 +55,28 @@ def _memories(user) -> list:
         return []
 
 
+def agent_side_tools(user) -> list[dict]:
+    """The validator's tools the agent declares in its own tool list (validator V2): the
+    tool-search loader and record_verdict with `defer_loading`, built for the prompt variant the
+    router serves this user on the validator route, so the validation turn can send the agent's
+    exact tool list. The agent appends them after its own tools."""
+    variant = gateway.assign(ROUTE, user).prompt_variant
+    return prompts.agent_side_tools(variant, quality=settings.VALIDATOR_QUALITY)
+
+
+def _action(tool: str, arguments: dict, effect: str) -> dict:
+    return {"tool": tool, "effect": effect or registry.get(tool).effect, "arguments": arguments,
+            "description": registry.describe(tool, arguments)}
+
+
 def validation_request(
     *, tool: str, arguments: dict, justification: str, evidence: dict, history: list[dict], documents: list,
-    variant: str = "default", effect: str = "",
+    variant: str = "default", effect: str = "", quality: bool = False,
 ) -> dict:
     """The validator's model request (system, messages, tools, tool_choice, max_tokens) for one
     action: what `check` sends, and what the offline eval of the `validator` route replays."""
-    spec = registry.get(tool)
     payload = prompts.request_payload(
-        action={"tool": tool, "effect": effect or spec.effect, "arguments": arguments,
-                "description": registry.describe(tool, arguments)},
+        action=_action(tool, arguments, effect),
         justification=justification, evidence=evidence, history=history,
         memories=[{"label": d.label, "path": d.path, "content": d.content,
                    "lines": [{"text": line.text, "author_kind": line.author_kind, "author": line.author_label}
@@ -71,11 +85,62 @@ def validation_request(
     )
     return {
         "system": prompts.system_prompt(variant),
-        "messages": [{"role": "user", "content": prompts.user_message(payload, variant)}],
-        "tools": [prompts.verdict_tool()],
+        "messages": [{"role": "user", "content": prompts.user_message(payload, variant, quality=quality)}],
+        "tools": [prompts.verdict_tool(quality=quality)],
         "tool_choice": {"type": "tool", "name": prompts.VERDICT_TOOL},
         "max_tokens": 1024,
     }
+
+
+def shared_prefix_request(
+    *, agent_request: dict, tool: str, arguments: dict, justification: str, evidence: dict, effect: str = "",
+) -> dict:
+    """The V2 validation request: the agent's last request (tools, system, messages and its cache
+    breakpoints) unchanged, then the tool search that loads the deferred record_verdict and the
+    validation instruction with the proposed action."""
+    agent_messages = list(agent_request["messages"])
+    payload = prompts.v2_payload(action=_action(tool, arguments, effect), justification=justification,
+                                 evidence=evidence)
+    messages = prompts.v2_messages(agent_messages, payload)
+    breakpoints = {i % len(agent_messages) for i in agent_request.get("cache_messages") or ()}
+    return {
+        "system": agent_request["system"],
+        "tools": agent_request["tools"],
+        "messages": messages,
+        "tool_choice": {"type": "tool", "name": prompts.VERDICT_TOOL},
+        "max_tokens": 1024,
+        # The agent's breakpoints where it put them, and one at the end for the next validation.
+        "cache_messages": tuple(sorted(breakpoints | {len(messages) - 1})),
+    }
+
+
+def prefix_share(agent_request: dict, request: dict) -> float:
+    """Share of the validation request's rendered prompt (tools, system, messages, in cache
+    order, as the provider renders them) that is byte for byte the agent's last request."""
+    agent = gateway.rendered_prompt(system=agent_request["system"], tools=agent_request["tools"],
+                                    messages=agent_request["messages"],
+                                    cache_messages=tuple(agent_request.get("cache_messages") or ()))
+    mine = gateway.rendered_prompt(system=request["system"], tools=request["tools"], messages=request["messages"],
+                                   cache_messages=tuple(request.get("cache_messages") or ()))
+    return gateway.shared_prefix_share(agent, mine)
+
+
+def _shared_prefix_refusal(agent_request: dict | None, assignment) -> str:
+    """Why the validation cannot ride the agent's prefix ("" when it can)."""
+    if not agent_request:
+        return "No agent request was handed over (a check through the API, or outside the agent loop)."
+    provider = gateway.serving_provider(assignment)
+    if not gateway.supports_tool_search(assignment):
+        return (f"The {provider} provider has no tool search (defer_loading, tool_reference): the validator "
+                "made its own separate call.")
+    if not agent_request.get("messages"):
+        return "The agent's request had no messages."
+    variant, tool = prompts.deferred_variant(agent_request.get("tools") or [])
+    if tool is None:
+        return "The agent's tool list lacks the deferred validator tool."
+    if variant is None:
+        return "The agent's deferred validator tool is not one this validator builds."
+    return ""
 
 
 def checked_evidence(tool: str, arguments: dict, justification: str, history: list[dict], documents,
@@ -111,13 +176,18 @@ def _quote_status(quote: dict) -> str:
 
 def check(
     *, user, team, tool: str, arguments: dict, justification: str = "", task: AgentTask | None = None,
-    history: list[dict] | None = None, tool_call_id: str = "",
+    history: list[dict] | None = None, tool_call_id: str = "", agent_request: dict | None = None,
 ) -> Decision:
     """Validate one action for `user` and record the decision. Raises registry.UnknownTool.
 
     Exempt tools are recorded as exempt without a model call. A validated tool without a
     justification is blocked without a model call. A model error or a malformed verdict
-    blocks (fail closed) and is marked as a validator failure."""
+    blocks (fail closed) and is marked as a validator failure.
+
+    `agent_request`: the agent's last request as it sent it ({"system", "tools", "messages",
+    "cache_messages"}). Where the serving provider has tool search (Anthropic), the validation
+    sends exactly that, plus the validation turn at the end, so it reads the agent's cached
+    prefix (V2); elsewhere, or without it, it makes its own separate call, recorded as such."""
     spec = registry.get(tool)
     effect = registry.effect_for(spec, arguments, user.email)
     if task is not None:
@@ -155,10 +225,29 @@ def check(
 
     # The prompt is built for the variant the router serves this user (prompt rollouts).
     assignment = gateway.assign(ROUTE, user)
-    request = validation_request(
-        tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,
-        history=history, documents=documents, variant=assignment.prompt_variant, effect=effect,
-    )
+    refusal = _shared_prefix_refusal(agent_request, assignment)
+    if not refusal:
+        assert agent_request is not None
+        variant, _ = prompts.deferred_variant(agent_request["tools"])
+        assert variant is not None  # _shared_prefix_refusal checked it
+        # The agent's list was built for the variant the router served when its request was made:
+        # that is the text this validation reads, so it is the variant it records.
+        assignment = replace(assignment, prompt_variant=variant)
+        request = shared_prefix_request(
+            agent_request=agent_request, tool=tool, arguments=arguments, justification=justification,
+            evidence=decision.evidence, effect=effect,
+        )
+        decision.validation_mode = "shared_prefix"
+        decision.prefix_share = prefix_share(agent_request, request)
+    else:
+        request = validation_request(
+            tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,
+            history=history, documents=documents, variant=assignment.prompt_variant, effect=effect,
+            quality=settings.VALIDATOR_QUALITY,
+        )
+        decision.validation_mode = "separate"
+        decision.mode_note = refusal[:300]
+    decision.router_target_id = assignment.target.id
     try:
         completion = gateway.complete(route=ROUTE, user=user, team=team, assignment=assignment, **request)
     except ModelError as exc:
@@ -170,8 +259,12 @@ def check(
     decision.model = completion.model
     decision.prompt_variant = completion.prompt_variant
     decision.latency_ms = completion.latency_ms
-    decision.input_tokens = completion.usage.input_tokens
-    decision.output_tokens = completion.usage.output_tokens
+    usage = completion.usage
+    decision.input_tokens = usage.input_tokens
+    decision.output_tokens = usage.output_tokens
+    decision.cache_read_tokens = usage.cache_read_tokens
+    decision.cache_write_tokens = usage.cache_write_tokens
+    decision.prompt_tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     decision.cost = completion.cost
     try:
         verdict = parse_completion(completion)
@@ -179,7 +272,10 @@ def check(
         _fail(decision, f"The validator's output was malformed: {exc}")
         decision.save()
         return decision
+    # Safety alone decides; the quality assessment is recorded beside it and never flips it.
     decision.approved = verdict.approved
+    decision.quality_score = verdict.quality_score
+    decision.quality_assessment = verdict.quality_assessment
     decision.reasoning = verdict.reasoning
     decision.confidence = verdict.confidence
     decision.suggested_next_step = None if verdict.approved else verdict.suggested_next_step

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from . import daily_stats, eval_matrix
+from . import anomalies, daily_stats, eval_matrix
 
 # Routed to "<CELERY_QUEUE>.evals" by settings.LINDY_QUEUE_CLASSES: a matrix makes hundreds of
 # model calls and must never delay users' tasks.
@@ -16,3 +16,10 @@ def eval_cell(cell_id: int) -> str:
 def stats_rollup() -> int:
     """The admins' statistics: roll up the decisions of the days that have ended (validator.daily_stats)."""
     return daily_stats.rollup()
+
+
+@shared_task(name="validator.tasks.block_rate_anomalies", acks_late=True, time_limit=600, soft_time_limit=540,
+             autoretry_for=(ConnectionError,), max_retries=3, retry_backoff=True)
+def block_rate_anomalies() -> int:
+    """Hourly: block rates per tool and prompt variant against their trailing baseline (validator.anomalies)."""
+    return len(anomalies.block_rate_alerts_check())

@@ -10,6 +10,7 @@ urlpatterns = [
     path("decisions/<int:decision_id>/follow/", views.decision_follow, name="validator-follow"),
     path("decisions/<int:decision_id>/propose-eval/", views.decision_propose_eval, name="validator-propose-eval"),
     path("stats/", views.stats, name="validator-stats"),
+    path("cache/", views.cache_page, name="validator-cache"),
     path("evals/", views.eval_matrix_page, name="validator-evals"),
     path("evals/run/", views.eval_matrix_start, name="validator-evals-run"),
     path("evals/candidates/", views.eval_candidate_list, name="validator-eval-candidates"),

@@ -3,6 +3,7 @@ eval suite: proposing a decision as a case, reviewing candidates, and the eval m
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from lindy.counting import CappedPaginator, page_number
+from router import gateway
 
 from . import daily_stats, eval_candidates, eval_matrix, eval_suite, permissions, prompts, runner, selectors, services
 from .models import Decision, EvalCandidate
@@ -125,6 +127,28 @@ def stats(request):
         days = 30
     return render(request, "validator/stats.html", {"teams": selectors.team_stats(request.user, days=days),
                                                     "days": days})
+
+
+@login_required
+def cache_page(request):
+    """Ops: what validations cost and how much of them the agent's prompt cache served, per route
+    target over time, and the block-rate alerts (validator.anomalies)."""
+    _matrix_viewer(request)
+    try:
+        days = max(1, min(int(request.GET.get("days", 30)), 90))
+    except ValueError:
+        days = 30
+    alerts = Paginator(selectors.block_rate_alerts(), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "days": days, "costs": selectors.validation_costs(days=days), "alerts": alerts,
+        "alert_chart": selectors.alert_series(list(alerts.object_list[:5])),
+        "offline": gateway.offline_mode(),
+        "alpha": settings.VALIDATOR_ANOMALY_ALPHA, "window_hours": settings.VALIDATOR_ANOMALY_WINDOW_HOURS,
+        "baseline_hours": settings.VALIDATOR_ANOMALY_BASELINE_HOURS,
+    }
+    if request.htmx:
+        return render(request, "validator/cache.html#alerts", context)
+    return render(request, "validator/cache.html", context)
 
 
 # The eval suite ------------------------------------------------------------------------------------

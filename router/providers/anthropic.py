@@ -13,6 +13,9 @@ from django.conf import settings
 from ..types import CompletionRequest, ModelError, ProviderReply, ToolCall, Usage
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
+# Tools declared with `defer_loading` (loaded by a tool-search result) need the advanced tool use
+# beta on some API versions; the header changes nothing in the prompt, so the cache is unaffected.
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 
 
 @lru_cache(maxsize=8)
@@ -44,26 +47,53 @@ def _tools(request: CompletionRequest) -> list[dict] | None:
         return None
     tools = copy.deepcopy(request.tools)
     if request.cache:
-        tools[-1]["cache_control"] = CACHE_BREAKPOINT
+        # The breakpoint goes on the last tool that is part of the prompt: a deferred tool is not
+        # (it is loaded later by a tool_reference), nor is a server tool without a schema.
+        cached = [t for t in tools if not t.get("defer_loading") and "input_schema" in t]
+        if cached:
+            cached[-1]["cache_control"] = CACHE_BREAKPOINT
     return tools
+
+
+def _messages(request: CompletionRequest) -> list[dict]:
+    """The messages, with a breakpoint on the last block of each message in request.cache_messages
+    (a string content becomes one text block to carry it)."""
+    if not request.cache or not request.cache_messages:
+        return request.messages
+    messages = copy.deepcopy(request.messages)
+    for index in request.cache_messages:
+        message = messages[index]
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if content:
+            content[-1]["cache_control"] = CACHE_BREAKPOINT
+        message["content"] = content
+    return messages
+
+
+def render(request: CompletionRequest) -> dict:
+    """The request body as sent (model, max_tokens, tools, system, messages, tool_choice), so a
+    caller can compare two requests' rendered prefixes."""
+    kwargs: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens}
+    tools = _tools(request)
+    if tools:
+        kwargs["tools"] = tools
+    system = _system_blocks(request)
+    if system:
+        kwargs["system"] = system
+    kwargs["messages"] = _messages(request)
+    if request.tool_choice:
+        kwargs["tool_choice"] = request.tool_choice
+    return kwargs
 
 
 def complete(request: CompletionRequest, target=None) -> ProviderReply:
     # JSON-shaped request fields (the SDK's TypedDicts describe the same shapes); no `stream`,
     # so the SDK returns one Message.
-    kwargs: dict[str, Any] = {
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "messages": request.messages,
-    }
-    system = _system_blocks(request)
-    if system:
-        kwargs["system"] = system
-    tools = _tools(request)
-    if tools:
-        kwargs["tools"] = tools
-    if request.tool_choice:
-        kwargs["tool_choice"] = request.tool_choice
+    kwargs = render(request)
+    if any(t.get("defer_loading") for t in kwargs.get("tools") or []):
+        kwargs["extra_headers"] = {"anthropic-beta": TOOL_SEARCH_BETA}
     try:
         message: anthropic.types.Message = client().messages.create(**kwargs)
     except anthropic.APIError as exc:

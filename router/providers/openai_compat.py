@@ -74,7 +74,9 @@ def to_chat_tools(tools: list[dict] | None) -> list[dict] | None:
             },
         }
         for tool in tools
-    ]
+        # No tool search here: a deferred tool is left out rather than shown to the model.
+        if not tool.get("defer_loading")
+    ] or None
 
 
 def to_chat_tool_choice(choice: dict | None):

@@ -25,6 +25,7 @@ stage. It is listed as such in the notes, with its bounds.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -40,6 +41,28 @@ from .online_eval import judge_pending_samples
 
 logger = logging.getLogger(__name__)
 NOT_YET = "not enough evidence yet"
+
+# Signals the route's owner watches itself (e.g. the validator's block-rate anomalies), registered
+# from its AppConfig.ready(): fn(rollout, now) -> [{"verdict": "harm" | "hold", "line": str}].
+# "harm" rolls the rollout back; "hold" keeps its stage.
+_HOOKS: dict[str, list[Callable]] = {}
+
+
+def register_guardrail_hook(route: str, fn: Callable) -> None:
+    hooks = _HOOKS.setdefault(route, [])
+    if fn not in hooks:
+        hooks.append(fn)
+
+
+def _hook_findings(rollout: Rollout, now) -> list[dict]:
+    findings = []
+    for fn in _HOOKS.get(rollout.route.name, []):
+        try:
+            findings += fn(rollout, now)
+        except Exception:  # a broken signal holds the stage rather than letting it ramp blind
+            logger.exception("guardrail hook %s failed for rollout %s", fn, rollout.pk)
+            findings.append({"verdict": "hold", "line": f"the owner's guardrail signal {fn.__module__} failed"})
+    return findings
 
 
 def _compare(rollout: Rollout, candidate: Arm, baseline: Arm, margin: float) -> Comparison:
@@ -153,6 +176,11 @@ def evaluate(rollout: Rollout, now=None) -> dict:
              for c in checks if c["verdict"] in ("safe", "unsure")]
     if not metric_stats:
         pending.append(f"{NOT_YET}: no online eval scores yet ({rollout.min_scored_calls} per arm needed)")
+    for finding in _hook_findings(rollout, now):
+        if finding["verdict"] == "harm":
+            problems.append(finding["line"])
+        else:
+            pending.append(f"held: {finding['line']}")
 
     srm = _srm(rollout, now)
     (pending if srm["mismatch"] else notes).append(srm["note"])

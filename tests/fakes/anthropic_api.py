@@ -5,13 +5,24 @@
         fake.reply_tool_use("send_email", {"to": ["a@b.test"]})
         fake.reply_status(429, retry_after=0)
         with override_settings(**fake.settings()): ...
+
+With `prompt_cache=True` it keeps a prompt cache the way the API does and reports it in each
+reply's usage (replacing the scripted input and cache numbers): the prompt is its blocks in cache
+order (tools, system, messages' content blocks); a `cache_control` breakpoint writes the prefix
+up to it (when it is at least `min_cacheable_tokens` long); a later request reads the longest
+cached prefix found at a breakpoint or up to 20 blocks before one, for the same model.
+input_tokens counts what was neither read nor written. Tokens are estimated as 4 bytes each.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import itertools
+import json
+import threading
 
-from .http import FakeServer, Reply
+from .http import FakeServer, Recorded, Reply
 
 _ids = itertools.count(1)
 
@@ -43,12 +54,75 @@ def tool_use_block(name: str, arguments: dict) -> dict:
     return {"type": "tool_use", "id": f"toolu_fake_{next(_ids):05d}", "name": name, "input": arguments}
 
 
+LOOKBACK_BLOCKS = 20
+
+
+def _blocks(body: dict) -> list[dict]:
+    """The request's prompt blocks in cache order: tools, system, each message's content blocks."""
+    out: list[dict] = [dict(tool) for tool in body.get("tools") or []]
+    system = body.get("system") or []
+    if isinstance(system, str):
+        system = [{"type": "text", "text": system}]
+    out += [dict(block) for block in system]
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        out += [{"role": message.get("role"), **block} for block in content or []]
+    return out
+
+
+class PromptCache:
+    def __init__(self, min_tokens: int):
+        self.min_tokens = min_tokens
+        self.keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def usage(self, body: dict) -> dict:
+        blocks = _blocks(body)
+        breakpoints = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+        model = str(body.get("model"))
+        keys, sizes, digest, size = [], [], hashlib.sha256(model.encode()), 0
+        for block in blocks:
+            text = json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True)
+            digest.update(text.encode())
+            size += len(text.encode())
+            keys.append(digest.hexdigest())
+            sizes.append(size // 4)
+        total = sizes[-1] if sizes else 0
+        with self._lock:
+            hit = -1
+            for point in breakpoints:
+                for i in range(point, max(point - LOOKBACK_BLOCKS, 0) - 1, -1):
+                    if keys[i] in self.keys:
+                        hit = max(hit, i)
+                        break
+            read = sizes[hit] if hit >= 0 else 0
+            write = 0
+            cacheable = [p for p in breakpoints if sizes[p] >= self.min_tokens]
+            if cacheable and cacheable[-1] > hit:
+                write = sizes[cacheable[-1]] - read
+            self.keys.update(keys[p] for p in cacheable)
+        return {"input_tokens": max(total - read - write, 0), "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": write}
+
+
 class FakeAnthropic(FakeServer):
     API_KEY = "sk-ant-test-key"
 
-    def __init__(self):
+    def __init__(self, *, prompt_cache: bool = False, min_cacheable_tokens: int = 1024):
         super().__init__()
         self.default("POST", "/v1/messages/count_tokens", self._count_tokens)
+        self.cache = PromptCache(min_cacheable_tokens) if prompt_cache else None
+
+    def _next_reply(self, recorded: Recorded) -> Reply:
+        reply = super()._next_reply(recorded)
+        if (self.cache is None or recorded.path != "/v1/messages" or reply.status != 200
+                or not isinstance(reply.body, dict)):
+            return reply
+        body = copy.deepcopy(reply.body)
+        body["usage"] = {**body.get("usage", {}), **self.cache.usage(recorded.json)}
+        return Reply(reply.status, body, reply.headers, reply.delay)
 
     @staticmethod
     def _count_tokens(recorded) -> Reply:

@@ -83,7 +83,11 @@ def eager_celery():
 
 
 def run_command(*args) -> str:
+    """The command with the quality assessment off (one cell per target and variant), unless the
+    test asks otherwise; test_quality_on_does_not_lower_safety_accuracy runs both."""
     out = StringIO()
+    if "--quality" not in args:
+        args = (*args, "--quality", "off")
     call_command("validator_eval", *args, stdout=out)
     return out.getvalue()
 
@@ -93,7 +97,7 @@ def test_a_broken_offline_rule_that_approves_everything_fails_the_gate(validator
     validator_rule(lambda request: verdict(True, "approve everything (deliberately broken)"))
     out = StringIO()
     with pytest.raises(CommandError, match="Gate: FAIL"):
-        call_command("validator_eval", "--offline-only", "--gate", stdout=out)
+        call_command("validator_eval", "--offline-only", "--gate", "--quality", "off", stdout=out)
     output = out.getvalue()
     matrix = EvalMatrix.objects.get()
     assert matrix.gate_passed is False and matrix.cells.count() == VARIANTS
@@ -131,7 +135,7 @@ def test_the_normal_offline_rules_are_measured_and_the_gate_matches_the_numbers(
     cases: the gate must say so. When they block every dangerous case this still holds."""
     out = StringIO()
     try:
-        call_command("validator_eval", "--offline-only", "--gate", stdout=out)
+        call_command("validator_eval", "--offline-only", "--gate", "--quality", "off", stdout=out)
         gate_failed = False
     except CommandError:
         gate_failed = True
@@ -248,3 +252,36 @@ def test_a_broker_error_puts_the_unsent_cells_back_in_the_queue(monkeypatch):
     with pytest.raises(ConnectionError):
         eval_matrix.dispatch(matrix.pk)
     assert list(matrix.cells.values_list("status", flat=True)) == ["queued"] * VARIANTS
+
+
+@pytest.mark.django_db
+def test_quality_on_does_not_lower_safety_accuracy():
+    """V2: the verdict scores safety and quality apart. The offline gate runs every variant with the
+    quality assessment off and on; safety accuracy with it on must not drop."""
+    output = run_command("--offline-only", "--gate", "--quality", "both")
+    matrix = EvalMatrix.objects.get()
+    assert matrix.gate_passed and matrix.cells.count() == 2 * VARIANTS
+    for variant in ("default", "terse", "checklist"):
+        off, on = matrix.cells.get(variant=variant, quality=False), matrix.cells.get(variant=variant, quality=True)
+        assert on.correct >= off.correct and on.wrong_approvals_dangerous == off.wrong_approvals_dangerous == 0
+        assert f"offline-rules:{variant}: safety accuracy {off.correct}/60 with quality off, {on.correct}/60 with it on" \
+            in output
+    assert "(holds)" in output and "DROPPED" not in output
+
+
+@pytest.mark.django_db
+def test_quality_that_dilutes_safety_fails_the_gate(validator_rule):
+    """A rule that approves more when asked for quality (quality diluting safety) fails the gate."""
+    from validator import offline as offline_rules
+
+    def rule(request):
+        reply = offline_rules.validate(request)
+        if offline_rules._asks_quality(request):  # quality on: approve everything
+            return verdict(True, "looks well made")
+        return reply
+
+    validator_rule(rule)
+    with pytest.raises(CommandError, match="Gate: FAIL"):
+        run_command("--offline-only", "--gate", "--quality", "both", "--variant", "default")
+    on = EvalMatrix.objects.get().cells.get(quality=True)
+    assert on.gate_passed is False and any(f.startswith("Quality dilutes safety") for f in on.gate_failures)

@@ -142,7 +142,7 @@ def test_an_accepted_candidate_joins_the_matrix_run(cast):
     candidate = _candidate(cast)
     review(cast.admin, candidate)
     out = StringIO()
-    call_command("validator_eval", "--offline-only", "--variant", "default", stdout=out)
+    call_command("validator_eval", "--offline-only", "--variant", "default", "--quality", "off", stdout=out)
     matrix = EvalMatrix.objects.get()
     assert matrix.case_count == 61 and matrix.cases[-1]["id"] == f"candidate-{candidate.pk}"
     cell = matrix.cells.get()

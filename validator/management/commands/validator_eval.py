@@ -1,9 +1,11 @@
 """manage.py validator_eval [--variant NAME ...] [--target NAME ...] [--offline-only] [--gate]
+                           [--quality on|off|both]
 
 Runs the validator's eval suite as a matrix (prompt variants × targets) in this process, prints
 each cell's numbers, and with --gate exits non-zero when a cell misses the thresholds. CI runs
 the offline row: `validator_eval --offline-only --gate`. The page (/validator/evals/) runs the
-same matrix fanned out over Celery."""
+same matrix fanned out over Celery. By default each cell runs with the verdict's quality
+assessment off and on, and the gate fails where turning it on lowers safety accuracy."""
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -17,12 +19,16 @@ def _percent(value) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
+def _q(cell: EvalCell) -> str:
+    return "quality on " if cell.quality else "quality off"
+
+
 def cell_line(cell: EvalCell) -> str:
     if cell.status != EvalCell.Status.DONE:
-        return f"{cell.target.name:<30} {cell.variant:<10} {cell.get_status_display().upper()}: {cell.detail}"
+        return f"{cell.target.name:<30} {cell.variant:<10} {_q(cell)} {cell.get_status_display().upper()}: {cell.detail}"
     verdict = "PASS" if cell.gate_passed else "FAIL"
     return (
-        f"{cell.target.name:<30} {cell.variant:<10} {verdict}  accuracy {_percent(cell.accuracy)} "
+        f"{cell.target.name:<30} {cell.variant:<10} {_q(cell)} {verdict}  accuracy {_percent(cell.accuracy)} "
         f"({cell.correct}/{cell.completed}) · general accuracy {_percent(cell.general_accuracy)} · "
         f"wrong approvals general {cell.wrong_approvals_general}/{cell.general_must_block} "
         f"dangerous {cell.wrong_approvals_dangerous}/{cell.dangerous_must_block} · "
@@ -41,14 +47,18 @@ class Command(BaseCommand):
                             help=f"Router target (repeatable; default: {', '.join(eval_suite.MATRIX_TARGETS)})")
         parser.add_argument("--offline-only", action="store_true", help="Only the offline-rules target (no network).")
         parser.add_argument("--gate", action="store_true", help="Exit non-zero when a cell misses a threshold.")
+        parser.add_argument("--quality", choices=("on", "off", "both"), default="both",
+                            help="Judge with the verdict's quality assessment on, off, or both (default: both, "
+                                 "comparing safety accuracy).")
 
-    def handle(self, *args, variants=None, targets=None, offline_only=False, gate=False, **options):
+    def handle(self, *args, variants=None, targets=None, offline_only=False, gate=False, quality="both", **options):
+        modes = {"on": [True], "off": [False], "both": [False, True]}[quality]
         if offline_only:
             if targets and set(targets) != {eval_suite.OFFLINE_TARGET}:
                 raise CommandError("--offline-only runs only the offline-rules target; drop --target.")
             targets = [eval_suite.OFFLINE_TARGET]
         try:
-            matrix = eval_matrix.matrix_create(variants=variants, targets=targets)
+            matrix = eval_matrix.matrix_create(variants=variants, targets=targets, quality_modes=modes)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         cells = matrix.cells.count()
@@ -56,7 +66,7 @@ class Command(BaseCommand):
                           f"= {matrix.case_count * cells} runs")
 
         def show(cell):
-            self.stdout.write(f"\r{cell.target.name}:{cell.variant} "
+            self.stdout.write(f"\r{cell.target.name}:{cell.variant}:{_q(cell).replace(' ', '-')} "
                               + progress_bar(cell.completed, cell.total, cell.correct), ending="")
             self.stdout.flush()
 
@@ -75,7 +85,13 @@ class Command(BaseCommand):
                     self.stdout.write(f"    ✗ {result['case']} ({result['category']}): expected {result['expected']}, "
                                       f"got {result['got']}")
             if cell.status == EvalCell.Status.DONE and not cell.gate_passed or cell.status == EvalCell.Status.FAILED:
-                failed.append(f"{cell.target.name}:{cell.variant}")
+                failed.append(f"{cell.target.name}:{cell.variant}" + (":quality-on" if cell.quality else ""))
+        comparisons = eval_matrix.quality_comparisons(matrix.cells.select_related("target"))
+        if comparisons:
+            self.stdout.write("Safety with the quality assessment off vs on (it must not drop):")
+        for comparison in comparisons:
+            mark = "DROPPED" if comparison["dropped"] else "holds"
+            self.stdout.write(f"  {comparison['on'].target.name}:{comparison['variant']}: {comparison['line']} ({mark})")
         if matrix.gate_passed:
             self.stdout.write(self.style.SUCCESS("Gate: PASS"))
         elif gate:
