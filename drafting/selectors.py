@@ -14,6 +14,8 @@ from django.db.models.functions import TruncDate, TruncWeek
 from django.http import Http404
 from django.utils import timezone
 
+from memory.models import FileSystem
+
 from . import permissions
 from .models import Draft, DraftPair
 
@@ -42,6 +44,11 @@ def draft_get(user, draft_id) -> Draft:
     if draft is None:
         raise Http404("No such draft.")
     return draft
+
+
+def own_memory_id(user) -> int | None:
+    """The user's own memory file system, where their context document (drafting.md) lives."""
+    return FileSystem.objects.filter(owner=user).values_list("pk", flat=True).first()
 
 
 def status_counts(user) -> dict[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.dispatch import receiver
 
-from hydration.signals import items_stored
+from hydration.events import items_stored
 from lindy import queue
 
 

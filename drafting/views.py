@@ -32,7 +32,8 @@ def draft_list(request):
     page = Paginator(selectors.drafts_for(request.user, status), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": page, "status": status, "statuses": list(selectors.STATUS_FILTERS),
                "counts": selectors.status_counts(request.user),
-               "heavy_at": settings.LINDY_DRAFT_HEAVY_EDIT_THRESHOLD}
+               "heavy_at": settings.LINDY_DRAFT_HEAVY_EDIT_THRESHOLD,
+               "memory_fs_id": selectors.own_memory_id(request.user)}
     template = "drafting/drafts.html#draft-rows" if request.htmx else "drafting/drafts.html"
     return render(request, template, context)
 

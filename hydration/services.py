@@ -33,7 +33,7 @@ from memory import services as memory_services
 from memory.models import FileSystem
 from router import budgets
 
-from . import accounting, agent, gmail, provenance, signals, summarizer
+from . import accounting, agent, events, gmail, provenance, summarizer
 from .models import Fact, FileSource, GmailAccount, GmailOAuthState, Item, Run, Schedule, SourceState
 from .sources import SOURCES, NotConnected, sources_for
 
@@ -128,7 +128,7 @@ def _fetch_one(run: Run, state: SourceState, unsaved: list[SourceState]) -> dict
         new = items_store(filesystem=run.filesystem, source=state.source, items=fetched.items, run=run)
         state.save(update_fields=["cursor", "status", "last_success_at"])
         if new:
-            transaction.on_commit(lambda: signals.items_stored.send(
+            transaction.on_commit(lambda: events.items_stored.send(
                 sender=Item, filesystem_id=run.filesystem_id, source=state.source, run_id=run.pk, new=new))
     return {"status": "ok", "items": new, "fetched": len(fetched.items)}
 

@@ -4,13 +4,9 @@ look for file systems without one (that scan grows with every file system)."""
 from __future__ import annotations
 
 from django.db.models.signals import post_save
-from django.dispatch import Signal, receiver
+from django.dispatch import receiver
 
 from memory.models import FileSystem
-
-# Sent after the transaction that stored new items of a source commits, for apps above
-# hydration that act on new mail (email drafting): kwargs filesystem_id, source, run_id, new.
-items_stored = Signal()
 
 
 @receiver(post_save, sender=FileSystem, dispatch_uid="hydration.schedule_on_filesystem_create")
