@@ -15,7 +15,7 @@ class RouterConfig(AppConfig):
         from . import demo, offline_policies, permissions, prompts, routing, signals, variants  # noqa: F401  (offline rules, cache invalidation)
         from .services.online_eval import JUDGE_ROUTE
 
-        routing.register_route(JUDGE_ROUTE, owner=self.label,
+        routing.register_route(JUDGE_ROUTE, owner=self.label, user_facing=False,
                                description="Scores a sample of live calls for rollout guardrails.")
         variants.register({JUDGE_ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
