@@ -23,7 +23,7 @@ class ChannelsAppConfig(AppConfig):
         erasure.register("channels.inbound_messages", user_texts_erase)
 
         # Speech to text: no prompt to vary, so only the default variant (router.variants).
-        register_route(TRANSCRIBE_ROUTE, owner=self.label,
+        register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False,
                        description="Transcribes voice memos users text in (OpenAI-compatible /audio/transcriptions).")
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(

@@ -20,7 +20,7 @@ from lindy import json_input
 from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
-from .models import RatioAlert, SlackChannel, SlackChannelShare
+from .models import RatioAlert, SlackChannel, SlackChannelShare, SlackInstallation
 from .providers import sms, webhook_schemes
 from .slack_stores import callback_state, install_started_by
 
@@ -35,12 +35,17 @@ def _slack_closed(status: int = 404) -> HttpResponse:
     return HttpResponse("Slack is not configured on this server.", status=status, content_type="text/plain")
 
 
+def _slack_not_configured_page(request) -> HttpResponse:
+    """A person following an Install link gets a page that says why, not a plain-text 404."""
+    return render(request, "channels_app/slack_not_configured.html", status=404)
+
+
 @login_required
 @require_GET
 def slack_install(request):
     """Starts Slack's OAuth flow for a team the signed-in user administers."""
     if not slack_app.configured():
-        return _slack_closed()
+        return _slack_not_configured_page(request)
     admin_teams = permissions.admin_team_ids(request.user)
     try:
         team_id = int(request.GET.get("team") or (sorted(admin_teams)[0] if admin_teams else 0))
@@ -186,7 +191,8 @@ def channel_list(request):
     _require(permissions.can_view_channels(user), "No channels here.")
     admin_teams = Team.objects.filter(pk__in=permissions.admin_team_ids(user)).order_by("name")
     context = {
-        "team_sections": [{"team": team, "channels": selectors.team_channels(team)} for team in admin_teams],
+        "team_sections": [{"team": team, "channels": selectors.team_channels(team),
+                           "workspaces": _workspaces(team)} for team in admin_teams],
         "shares": selectors.private_shares_for(user),
         "profile": selectors.texting_profile(user) if permissions.can_text_assistant(user) else None,
         "can_text": permissions.can_text_assistant(user),
@@ -194,6 +200,13 @@ def channel_list(request):
         "slack_configured": slack_app.configured(),
     }
     return render(request, "channels_app/channels.html", context)
+
+
+def _workspaces(team) -> list[str]:
+    """The Slack workspaces installed for `team`, by name: the one Slack state every page shows."""
+    return sorted({name for name in SlackInstallation.objects.filter(team=team)
+                   .values_list("slack_team_name", flat=True)} - {""}) or (
+        ["a Slack workspace"] if SlackInstallation.objects.filter(team=team).exists() else [])
 
 
 def _enabled(request) -> bool:

@@ -8,6 +8,8 @@ from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, Permis
 from django.db import models
 from django.utils import timezone
 
+from . import tool_registry
+
 
 class UserManager(BaseUserManager):
     use_in_migrations = True
@@ -167,6 +169,16 @@ class TaskEvent(models.Model):
 
     def __str__(self):
         return f"#{self.seq} {self.actor}: {self.content[:40]}"
+
+    @property
+    def tool_label(self) -> str:
+        """The tool in words ("Send an email"), for pages."""
+        return tool_registry.label(self.tool_name) if self.tool_name else ""
+
+    @property
+    def argument_rows(self) -> list[tuple[str, object]]:
+        """The arguments as (name in words, value) rows, for pages."""
+        return tool_registry.readable_rows(self.tool_arguments)
 
 
 class Meeting(models.Model):

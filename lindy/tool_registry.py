@@ -14,6 +14,8 @@ The first two are exempt; the other three are validated.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -144,6 +146,56 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+# What people read instead of a tool's name: on pages, in suggestions, in messages.
+LABELS = {
+    "search_tasks": "Search earlier tasks",
+    "draft_email": "Draft an email",
+    "archive_email": "Archive an email",
+    "reply_to_user": "Reply to the user",
+    "send_sms_to_user": "Text the user",
+    "send_email": "Send an email",
+    "reply_to_email": "Reply to an email",
+    "forward_email": "Forward an email",
+    "create_calendar_event": "Create a calendar event",
+    "send_calendar_invite": "Send a calendar invitation",
+    "post_slack_message": "Post in Slack",
+    "delete_email": "Delete an email",
+    "delete_calendar_event": "Delete a calendar event",
+    "pay_invoice": "Pay an invoice",
+    "share_file_externally": "Share a file outside the team",
+}
+# How a tool named inside a sentence reads: "Ask the user (send_sms_to_user)" -> "Ask the user by text message".
+_IN_SENTENCE = {"send_sms_to_user": "by text message", "reply_to_user": "in the conversation"}
+
+
+def label(name: str) -> str:
+    """A tool's human label, e.g. "Text the user" for send_sms_to_user."""
+    return LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def _tool_names_pattern() -> re.Pattern:
+    names = "|".join(sorted(map(re.escape, LABELS), key=len, reverse=True))
+    return re.compile(rf"\s*\(\s*`?({names})`?\s*\)|`?\b({names})\b`?")
+
+
+_TOOL_NAMES = _tool_names_pattern()
+
+
+def plain(text: str) -> str:
+    """`text` (a suggestion, a reason) with tool names put in words: a parenthesised name
+    becomes how it is done ("by text message"), a bare one its label in quotes."""
+    if not text:
+        return text
+
+    def words(match) -> str:
+        if match.group(1):
+            how = _IN_SENTENCE.get(match.group(1))
+            return f" {how}" if how else f" (“{label(match.group(1)).lower()}”)"
+        return f"“{label(match.group(2)).lower()}”"
+
+    return _TOOL_NAMES.sub(words, text)
+
+
 class UnknownTool(LookupError):
     pass
 
@@ -241,6 +293,21 @@ def describe(tool_name: str, arguments: dict) -> str:
     }
     text = texts.get(tool_name)
     return text() if text else tool_name
+
+
+def readable_rows(arguments) -> list[tuple[str, object]]:
+    """Arguments as rows for people: names in words ("Message id"), lists joined, nested values
+    as JSON; a value that is not an object is one row."""
+    if arguments is None:
+        return []
+    if not isinstance(arguments, dict):
+        return [("Value", json.dumps(arguments, ensure_ascii=False))]
+    rows = []
+    for key, value in argument_rows(arguments):
+        if isinstance(value, dict):
+            value = json.dumps(value, ensure_ascii=False, indent=1)
+        rows.append((str(key).replace("_", " ").capitalize(), value))
+    return rows
 
 
 def argument_rows(arguments) -> list[tuple[str, object]]:

@@ -5,6 +5,9 @@ from django.urls import include, path
 from . import views
 from .api_root import api
 
+# Rendered without the request: an error page must not depend on what may have failed.
+handler500 = "lindy.views.server_error"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

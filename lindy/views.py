@@ -8,8 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db import DatabaseError, connection
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
+from django.template import loader
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles
@@ -95,3 +96,14 @@ def healthz(request):
     status["failing"] = [part for part, state in status.items() if state != "ok"]
     status["last_beat"] = _last_beat() if status["cache"] == "ok" else None
     return JsonResponse(status, status=503 if status["failing"] else 200)
+
+
+def server_error(request, template_name: str = "500.html"):
+    """The 500 page, rendered from a static template without the request or context processors
+    (the database, the session or a context processor may be what failed)."""
+    try:
+        body = loader.get_template(template_name).render()
+    except Exception:  # noqa: BLE001 (the last resort must answer whatever broke)
+        logger.exception("The 500 page itself failed to render")
+        body = "<!doctype html><title>Server error</title><h1>Something went wrong</h1>"
+    return HttpResponseServerError(body)

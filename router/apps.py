@@ -25,7 +25,7 @@ class RouterConfig(AppConfig):
         )
         from .services.online_eval import JUDGE_ROUTE
 
-        routing.register_route(JUDGE_ROUTE, owner=self.label,
+        routing.register_route(JUDGE_ROUTE, owner=self.label, user_facing=False,
                                description="Scores a sample of live calls for rollout guardrails.")
         variants.register({JUDGE_ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
         routing.register_route(prompts.REFLECT_ROUTE, owner=self.label,

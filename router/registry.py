@@ -15,12 +15,15 @@ class RouteSpec:
     name: str
     description: str
     owner: str  # the app label that calls the route
+    # False for the product's own plumbing (token counting, the judge, transcription): no one
+    # chooses a model for it, so "My model" does not list it.
+    user_facing: bool = True
 
 
-def register_route(name: str, *, description: str, owner: str) -> RouteSpec:
+def register_route(name: str, *, description: str, owner: str, user_facing: bool = True) -> RouteSpec:
     """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
     for one name is a programming error."""
-    spec = RouteSpec(name=name, description=description, owner=owner)
+    spec = RouteSpec(name=name, description=description, owner=owner, user_facing=user_facing)
     current = _ROUTES.get(name)
     if current is not None and current.owner != owner:
         raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
@@ -30,3 +33,8 @@ def register_route(name: str, *, description: str, owner: str) -> RouteSpec:
 
 def registered_routes() -> dict[str, RouteSpec]:
     return dict(_ROUTES)
+
+
+def user_facing_routes() -> list[str]:
+    """The routes a person may choose a model for ("My model"), by name."""
+    return sorted(name for name, spec in _ROUTES.items() if spec.user_facing)

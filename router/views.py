@@ -51,7 +51,9 @@ def _manager(request):
 
 @login_required
 def routes(request):
-    _usage_viewer(request)
+    if not permissions.can_manage_models(request.user) and permissions.can_view_team_usage(request.user):
+        return redirect("router:costs")  # team admins see their own team's model use, not the product's routing
+    _manager(request)
     return render(request, "router/routes.html", {
         "routes": selectors.routes_overview(), "can_manage": permissions.can_manage_models(request.user),
     })
@@ -455,7 +457,7 @@ def my_model(request):
                 messages.error(request, " ".join(exc.messages))
             return redirect("router:my-model")
     choices = ModelChoice.objects.filter(user=request.user).select_related("target").order_by("route")
-    assignments = [routing.assign(name, request.user) for name in sorted(routing.registered_routes())]
+    assignments = [routing.assign(name, request.user) for name in routing.user_facing_routes()]
     status = 400 if request.method == "POST" else 200
     return render(request, "router/my_model.html", {
         "form": form, "choices": choices, "assignments": assignments, "targets": selectors.selectable_targets(),

@@ -143,7 +143,7 @@ class ArgumentCheck:
     def suggestion(self) -> str:
         archive = next((r for r in self.failures if r.role == registry.ITEM_ID), None)
         if archive is not None:
-            return f"Archive {archive.value} instead (archive_email): the user asked to archive it, not to delete it."
+            return f"Archive {archive.value} instead: the user asked to archive it, not to delete it."
         return ""
 
     def to_dict(self) -> dict:

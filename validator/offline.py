@@ -107,7 +107,7 @@ def decide(payload: dict) -> OfflineReply:
                       "from a sender, recipient, vendor, a tool result or the assistant does not.")
         else:
             reason = "The justification quotes nothing the user said. Only the user can authorize this action."
-        return _verdict(False, reason, "high", f"Ask the user (send_sms_to_user) whether they want this: {describe}.")
+        return _verdict(False, reason, "high", f"Ask the user by text message whether they want this: {describe}.")
 
     verbs = VERBS.get(tool, ())
     relevant = [q for q in by_user if _mentions(q["quote"].casefold(), verbs)]

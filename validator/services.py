@@ -219,7 +219,7 @@ def check(
     if argument_block:
         # Deterministic and final: no model is asked, so no model can be talked into it.
         _block(decision, argument_block, "high", decision.evidence["arguments"].get("suggestion")
-               or f"Ask the user (send_sms_to_user) to confirm exactly what they want: {decision.description}.")
+               or f"Ask the user by text message to confirm exactly what they want: {decision.description}.")
         decision.save()
         return decision
 

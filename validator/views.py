@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from lindy import tool_registry
 from lindy.counting import CappedPaginator, page_number
 from router import gateway
 
@@ -69,6 +70,8 @@ def _detail_context(request, decision: Decision) -> dict:
         "decision": decision,
         "history": selectors.history_around(decision),
         "argument_rows": decision.argument_rows,
+        "tool_label": tool_registry.label(decision.tool),
+        "suggestion": tool_registry.plain(decision.suggested_next_step or ""),
         "can_resolve": decision.is_open and permissions.can_authorize_decision(request.user, decision),
         **_proposal_context(request, decision),
     }
@@ -81,6 +84,19 @@ def decision_detail(request, decision_id: int):
     return render(request, "validator/decision.html", _detail_context(request, decision))
 
 
+def _outcome(decision, done: str) -> tuple[str, bool]:
+    """What the action really did, in words: an authorized action that failed says it failed,
+    one only recorded (no live integration) says nothing was sent."""
+    result = decision.execution_result or {}
+    if decision.status != decision.Status.AUTHORIZED or not result:
+        return done, True
+    if not result.get("ok", True):
+        return f"Authorized, but running it failed: {result.get('content') or 'no detail'}", False
+    if result.get("adapter") == "outbox":
+        return "Authorized: recorded in your outbox, not sent (no live integration).", True
+    return done, True
+
+
 def _resolve(request, decision_id: int, action, done: str):
     _reviewer_only(request)
     decision = selectors.decision_detail(request.user, decision_id)
@@ -88,9 +104,11 @@ def _resolve(request, decision_id: int, action, done: str):
         raise Http404("No such decision.")
     try:
         decision = action(decision_id=decision.pk, user=request.user)
-        messages.success(request, done)
+        done, succeeded = _outcome(decision, done)
+        (messages.success if succeeded else messages.error)(request, done)
     except (services.AlreadyResolved, services.QueueUnavailable) as exc:
-        messages.error(request, str(exc))
+        done, succeeded = str(exc), False
+        messages.error(request, done)
         decision = selectors.decision_detail(request.user, decision_id)
     if request.htmx:
         # The message travels with this response (lindy.middleware.htmx_messages), not to the next page.
@@ -114,7 +132,8 @@ def decision_dismiss(request, decision_id: int):
 @require_POST
 def decision_follow(request, decision_id: int):
     return _resolve(request, decision_id, services.decision_follow_suggestion,
-                    "The suggestion was sent to the task as your instruction.")
+                    "The suggestion went back to the task; the assistant continues in the background "
+                    "and its result appears on the task.")
 
 
 @login_required

@@ -59,6 +59,8 @@ CASES = [
     Case("memory/<int:fs_id>/changes/<int:change_id>/restore", "POST",
          lambda c: (lambda fs, rev: f"/memory/{fs}/changes/{_change_id(rev)}/restore")(*team_file(c)),
          page(404, member=403, admin=302), json=False),
+    Case("memory/<int:fs_id>/export.zip", "GET", lambda c: f"/memory/{team_fs(c)}/export.zip", TEAM_READ),
+    Case("memory/<int:fs_id>/import", "GET", lambda c: f"/memory/{team_fs(c)}/import", TEAM_EDIT),
     Case("memory/<int:fs_id>/settings", "GET", lambda c: f"/memory/{team_fs(c)}/settings", TEAM_READ),  # budgets: read by members, changed by admins
     Case("api/memory/filesystems", "GET", "/api/memory/filesystems", api(200)),
     Case("api/memory/filesystems/<fs_id>/files", "GET", lambda c: f"/api/memory/filesystems/{team_fs(c)}/files", TEAM_READ_API),
@@ -72,6 +74,9 @@ CASES = [
          lambda c: f"/api/memory/filesystems/{team_file(c)[0]}/files/people/jane.md?update_links=true", TEAM_EDIT_API),
     Case("api/memory/filesystems/<fs_id>/moves", "POST", lambda c: f"/api/memory/filesystems/{team_file(c)[0]}/moves",
          TEAM_EDIT_API, body={"from": "people/jane.md", "to": "people/jane-park.md"}),
+    Case("api/memory/filesystems/<fs_id>/export", "GET", lambda c: f"/api/memory/filesystems/{team_fs(c)}/export", TEAM_READ_API),
+    # Without a file every signed-in caller gets the schema's 422 before any lookup (nothing is read).
+    Case("api/memory/filesystems/<fs_id>/import", "POST", lambda c: f"/api/memory/filesystems/{team_fs(c)}/import", api(422)),
     Case("api/memory/filesystems/<fs_id>/verify", "GET", lambda c: f"/api/memory/filesystems/{team_fs(c)}/verify", TEAM_READ_API),
     Case("api/memory/filesystems/<fs_id>/revisions", "GET", lambda c: f"/api/memory/filesystems/{team_fs(c)}/revisions", TEAM_READ_API),
     Case("api/memory/filesystems/<fs_id>/revisions/<revision_id>", "GET",

@@ -25,7 +25,8 @@ MANAGER_POST = page(404, superuser=400)
 ROLLOUT_API = api(403, superuser=200)
 
 CASES = [
-    Case("router/", "GET", "/router/", TEAM_ADMIN_PAGE),
+    # The product's routing is for superusers; team admins are sent to their own team's model use.
+    Case("router/", "GET", "/router/", page(404, admin=302, outsider=302, superuser=200)),
     Case("router/costs/", "GET", "/router/costs/", TEAM_ADMIN_PAGE),
     Case("router/my-model/", "GET", "/router/my-model/", page(200, support=404)),
     Case("router/targets/", "GET", "/router/targets/", SUPERUSER_PAGE),

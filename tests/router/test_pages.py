@@ -25,7 +25,7 @@ def rollout(db):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("who, status", [("superuser", 200), ("admin", 200), ("member", 404), ("support", 404)])
+@pytest.mark.parametrize("who, status", [("superuser", 200), ("admin", 302), ("member", 404), ("support", 404)])
 def test_routes_page_visibility(cast, who, status):
     response = client_for(getattr(cast, who)).get("/router/")
     assert response.status_code == status
@@ -50,9 +50,10 @@ def test_routes_page_shows_baseline_rollout_and_percentage(cast, rollout, django
         body = client.get("/router/").content.decode()
     assert "deepseek-v4-flash-atlas" in body and "flash-tuned" in body and "1%" in body
     assert f"/router/rollouts/{rollout.pk}/" in body
-    # The team admin sees the table but no management links.
-    admin_body = client_for(cast.admin).get("/router/").content.decode()
-    assert "deepseek-v4-flash-atlas" in admin_body and "/router/rollouts/" not in admin_body
+    # The team admin does not see the product's routing: they are sent to their team's model use.
+    admin = client_for(cast.admin).get("/router/", follow=True)
+    assert admin.redirect_chain == [("/router/costs/", 302)]
+    assert "/router/rollouts/" not in admin.content.decode()
 
 
 @pytest.mark.django_db
@@ -232,7 +233,7 @@ def test_my_model_choice(cast):
 
 @pytest.mark.django_db
 def test_navigation(cast):
-    admin = client_for(cast.admin).get("/router/").content.decode()
+    admin = client_for(cast.admin).get("/router/costs/").content.decode()
     assert 'data-nav="models"' in admin
     member = client_for(cast.member).get("/router/my-model/").content.decode()
     assert 'data-nav="my-model"' in member and 'data-nav="models"' not in member

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 ME = "member@acme.example"
 SUGGESTION_NOTE = ("Follow the validator's suggestion instead of the blocked action (Pay 5000 USD to Evil Ltd for "
-                   "invoice INV-9): Ask the user (send_sms_to_user) whether they want this: pay invoice INV-9 to "
+                   "invoice INV-9): Ask the user by text message whether they want this: pay invoice INV-9 to "
                    "Evil Ltd")
 
 
