@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from lindy.counting import capped_count
 
@@ -31,8 +33,16 @@ def filesystems_for(user) -> list[FileSystem]:
 
 
 def filesystem_get(user, fs_id) -> FileSystem:
-    return permissions.get_visible_or_404(permissions.visible_filesystems(user).select_related("team", "owner"),
-                                          pk=fs_id)
+    """A file system the user may see (404 otherwise), with its head revision read in the same
+    query: every page keys its cached facts by it (see `facts`)."""
+    head = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk")
+    fs = permissions.get_visible_or_404(
+        permissions.visible_filesystems(user).select_related("team", "owner").annotate(
+            head_revision_pk=Subquery(head.values("pk")[:1]), head_revision_at=Subquery(head.values("created_at")[:1])),
+        pk=fs_id)
+    pk, at = getattr(fs, "head_revision_pk"), getattr(fs, "head_revision_at")  # noqa: B009 (annotations)
+    setattr(fs, "_head_revision", _head_key(pk, at))  # noqa: B010
+    return fs
 
 
 def file_get(fs: FileSystem, path: str) -> MemoryFile:
@@ -48,40 +58,65 @@ def file_get(fs: FileSystem, path: str) -> MemoryFile:
     return found
 
 
+def _head_key(pk, at) -> str:
+    return f"{pk}@{at.timestamp()}" if pk is not None else "none"
+
+
 def _head(fs: FileSystem) -> str:
     """The file system's latest revision, read once per request (kept on the instance). Its
     time is part of it so a database rebuilt under a surviving cache never matches old keys."""
     if not hasattr(fs, "_head_revision"):
         row = (Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk")
                .values_list("pk", "created_at").first())
-        setattr(fs, "_head_revision", f"{row[0]}@{row[1].timestamp()}" if row else "none")  # noqa: B010
+        setattr(fs, "_head_revision", _head_key(*row) if row else "none")  # noqa: B010
     return getattr(fs, "_head_revision")  # noqa: B009
 
 
-def _per_revision(fs: FileSystem, name: str, compute, dump=lambda value: value, load=lambda value: value):
-    """`compute(fs)`, cached until the next revision or budget change. Every change to the files
-    is a revision, so facts about the files (the verdict, totals, folders) are cached per
-    (head revision, budgets): a page costs one indexed query instead of reading every row."""
-    key = f"memory:{name}:{fs.pk}:{_head(fs)}:{fs.file_token_budget}:{fs.always_loaded_token_budget}"
-    try:
-        cached = cache.get(key)
-    except Exception:  # the cache is an optimisation: an outage costs speed, never the page
-        logger.warning("memory cache unavailable", exc_info=True)
-        cached = None
-    if cached is not None:
-        return load(cached)
-    value = compute(fs)
-    try:
-        cache.set(key, dump(value), CACHE_SECONDS)
-    except Exception:
-        logger.warning("memory cache unavailable", exc_info=True)
+def forget_head(fs: FileSystem) -> None:
+    """After a write through `fs`: its next read of a fact looks the head revision up again."""
+    fs.__dict__.pop("_head_revision", None)
+
+
+def _same(value):
     return value
 
 
-def status(fs: FileSystem) -> list[Violation]:
-    """The verifier's verdict on the live file system."""
-    return _per_revision(fs, "verdict", verdict_now, dump=lambda vs: [v.as_dict() for v in vs],
-                         load=lambda rows: [Violation(**row) for row in rows])
+@dataclass(frozen=True)
+class Fact:
+    """A fact about the files (the verdict, totals, a count), computed by `compute(fs)` and kept
+    in the cache until the next revision or budget change. Every change to the files is a
+    revision, so a page costs one indexed query instead of reading every row."""
+
+    name: str
+    compute: Callable[[FileSystem], Any]
+    dump: Callable[[Any], Any] = _same
+    load: Callable[[Any], Any] = _same
+
+
+def facts(fs: FileSystem, *wanted: Fact) -> list:
+    """The value of each fact at the head revision, in order: one cache round trip for all of
+    them, and only the ones missing from the cache computed."""
+    prefix = f"memory:{{}}:{fs.pk}:{_head(fs)}:{fs.file_token_budget}:{fs.always_loaded_token_budget}"
+    keys = [prefix.format(fact.name) for fact in wanted]
+    try:
+        cached = cache.get_many(keys)
+    except Exception:  # the cache is an optimisation: an outage costs speed, never the page
+        logger.warning("memory cache unavailable", exc_info=True)
+        cached = {}
+    values, fresh = [], {}
+    for fact, key in zip(wanted, keys, strict=True):
+        if key in cached:
+            values.append(fact.load(cached[key]))
+            continue
+        value = fact.compute(fs)
+        fresh[key] = fact.dump(value)
+        values.append(value)
+    if fresh:
+        try:
+            cache.set_many(fresh, CACHE_SECONDS)
+        except Exception:
+            logger.warning("memory cache unavailable", exc_info=True)
+    return values
 
 
 def verdict_now(fs: FileSystem) -> list[Violation]:
@@ -91,15 +126,26 @@ def verdict_now(fs: FileSystem) -> list[Violation]:
     return verify({path: contents.get(path, "") for path in tokens}, fs.budgets, tokens=tokens)
 
 
-def totals(fs: FileSystem) -> dict:
-    return _per_revision(fs, "totals", _totals_now)
-
-
 def _totals_now(fs: FileSystem) -> dict:
     row = MemoryFile.objects.filter(filesystem=fs).aggregate(
         files=Count("pk"), all_exact=Count("pk", filter=Q(tokens_exact=False))
     )
     return {"files": row["files"], "exact": row["all_exact"] == 0}
+
+
+# verdict_now is looked up when called, so a test can wrap it.
+VERDICT = Fact("verdict", lambda fs: verdict_now(fs), dump=lambda vs: [v.as_dict() for v in vs],  # noqa: PLW0108
+               load=lambda rows: [Violation(**row) for row in rows])
+TOTALS = Fact("totals", _totals_now)
+
+
+def status(fs: FileSystem) -> list[Violation]:
+    """The verifier's verdict on the live file system."""
+    return facts(fs, VERDICT)[0]
+
+
+def totals(fs: FileSystem) -> dict:
+    return facts(fs, TOTALS)[0]
 
 
 def pinned(fs: FileSystem) -> list[MemoryFile]:
@@ -113,12 +159,19 @@ class Folder:
     files: int
 
 
-def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:16]  # names and queries may hold spaces
+
+
+def subfolders_fact(folder: str) -> Fact:
     """The folders directly inside `folder`, each with the number of files below it."""
-    digest = hashlib.sha1(folder.encode()).hexdigest()[:16]  # folder names may hold spaces
-    return _per_revision(fs, f"folders:{digest}", lambda fs: _subfolders_now(fs, folder),
-                         dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
-                         load=lambda rows: [Folder(*row) for row in rows])
+    return Fact(f"folders:{_digest(folder)}", lambda fs: _subfolders_now(fs, folder),
+                dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
+                load=lambda rows: [Folder(*row) for row in rows])
+
+
+def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
+    return facts(fs, subfolders_fact(folder))[0]
 
 
 def _subfolders_now(fs: FileSystem, folder: str) -> list[Folder]:
@@ -136,10 +189,13 @@ def files_in(fs: FileSystem, folder: str) -> QuerySet[MemoryFile]:
     return queryset.exclude(path__in=SPECIAL) if folder == "" else queryset
 
 
-def files_in_count(fs: FileSystem, folder: str) -> int:
+def files_in_count_fact(folder: str) -> Fact:
     """How many files `files_in` lists, kept per revision: the tree's pages need no COUNT."""
-    digest = hashlib.sha1(folder.encode()).hexdigest()[:16]
-    return _per_revision(fs, f"files-in:{digest}", lambda fs: files_in(fs, folder).count())
+    return Fact(f"files-in:{_digest(folder)}", lambda fs: files_in(fs, folder).count())
+
+
+def files_in_count(fs: FileSystem, folder: str) -> int:
+    return facts(fs, files_in_count_fact(folder))[0]
 
 
 # The characters that mean something in a PostgreSQL regular expression (ARE): each is escaped,
@@ -160,11 +216,14 @@ def _contains_any_case(field: str, query: str) -> Q:
     return Q(**{f"{field}__iregex": _as_literal_regex(query)})
 
 
-def search_count(fs: FileSystem, query: str, cap: int) -> int:
+def search_count_fact(query: str, cap: int) -> Fact:
     """How many files `search` finds, counting at most `cap`; kept per revision, so paging
     through the results (or typing the same words again) runs the search once per page."""
-    digest = hashlib.sha1(query.encode()).hexdigest()[:16]
-    return _per_revision(fs, f"search:{digest}:{cap}", lambda fs: capped_count(search(fs, query), cap))
+    return Fact(f"search:{_digest(query)}:{cap}", lambda fs: capped_count(search(fs, query), cap))
+
+
+def search_count(fs: FileSystem, query: str, cap: int) -> int:
+    return facts(fs, search_count_fact(query, cap))[0]
 
 
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
@@ -181,19 +240,25 @@ def file_history(fs: FileSystem, path: str) -> QuerySet[FileChange]:
             .select_related("revision", "revision__author").order_by("-revision_id", "-pk"))
 
 
-def file_history_count(fs: FileSystem, path: str) -> int:
+def file_history_count_fact(path: str) -> Fact:
     """How many changes `file_history` lists, kept per revision."""
-    digest = hashlib.sha1(path.encode()).hexdigest()[:16]
-    return _per_revision(fs, f"history:{digest}", lambda fs: file_history(fs, path).count())
+    return Fact(f"history:{_digest(path)}", lambda fs: file_history(fs, path).count())
+
+
+def file_history_count(fs: FileSystem, path: str) -> int:
+    return facts(fs, file_history_count_fact(path))[0]
 
 
 def revisions(fs: FileSystem) -> QuerySet[Revision]:
     return Revision.objects.filter(filesystem=fs).select_related("author").order_by("-created_at", "-pk")
 
 
+# How many revisions the file system has, kept per revision (a new one is a new head).
+REVISION_COUNT = Fact("revisions", lambda fs: revisions(fs).count())
+
+
 def revision_count(fs: FileSystem) -> int:
-    """How many revisions the file system has, kept per revision (a new one is a new head)."""
-    return _per_revision(fs, "revisions", lambda fs: revisions(fs).count())
+    return facts(fs, REVISION_COUNT)[0]
 
 
 def change_counts(revision_ids: list[int]) -> dict[int, int]:

@@ -38,6 +38,7 @@ from .draft import (
 )
 from .models import IMPORT_SOURCE, RESTORE_SOURCE, FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path, folder_of
+from .selectors import forget_head
 from .verifier import Budgets, Violation, linked_paths, verify
 
 MAX_CHANGES = 10_000
@@ -122,6 +123,7 @@ def changes_apply(
             words_of=words_of, words_from=words_from[:300],
         )
         _write(fs, draft, revision)
+    forget_head(filesystem)  # the caller's instance read its facts at the old head
     return revision
 
 

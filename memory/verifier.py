@@ -215,32 +215,32 @@ def verify(
         ))
 
     # Set operations in C instead of a Python step per file: the verifier runs over every file
-    # of a file system on every write. One copy of the paths answers both questions: removing
-    # a special file's links from it removes one path per link exactly when each link names a
-    # file not yet removed, so only then are the missing targets looked for.
-    unlinked = set(files.keys())
+    # of a file system on every write. `linked` holds, per special file, the files its links name.
+    linked: list[frozenset[str]] = []
+    exact = True  # every set in `linked` names only existing files
     for special in SPECIAL:
         content = files.get(special)
         if content is None:
             continue
         parsed = _parsed(content)
-        others = parsed.targets.difference(files)  # targets that are not exactly a file's path
+        # Targets that are not exactly a file's path; a subset test first allocates nothing.
+        others = frozenset() if files.keys() >= parsed.targets else parsed.targets.difference(files)
         if parsed.odd <= others and not any(map(_file_target, others)):
             # The usual index: every link spells an existing file's path, with nothing in it
             # that could make it name another (see _Parsed.odd), or is a web, mail or anchor
             # link. Such a target names that file, so none is broken and none is missing.
-            unlinked.difference_update(parsed.targets.difference(others) if others else parsed.targets)
+            linked.append(parsed.targets.difference(others) if others else parsed.targets)
             continue
         links = _resolved_links(content)
         for target, why in links.broken:
             violations.append(Violation(special, BROKEN_LINK, f"The link to {target!r} cannot name a memory file: {why}"))
-        before = len(unlinked)
-        unlinked.difference_update(links.paths)
-        if before - len(unlinked) != len(links.paths):  # a link to no file, or to one already linked
-            for path in sorted(links.paths - files.keys()):
-                violations.append(Violation(special, BROKEN_LINK,
-                                            f"The link to {links.written(path)!r} points to a file that does not exist."))
-    unlinked.difference_update(SPECIAL)
+        missing = links.paths - files.keys()
+        for path in sorted(missing):
+            violations.append(Violation(special, BROKEN_LINK,
+                                        f"The link to {links.written(path)!r} points to a file that does not exist."))
+        linked.append(links.paths)
+        exact = exact and not missing
+    unlinked = _unlinked(files, linked) if exact else set(files.keys()).difference(SPECIAL, *linked)
     over = _over_budget(files, budgets.file_tokens, tokens, count)
     for path in sorted(over.keys() | unlinked):
         if path in over:
@@ -254,6 +254,17 @@ def verify(
                 f"{path} is not linked from {INDEX} or {MASTER}: the assistant would never know it is there.",
             ))
     return violations
+
+
+def _unlinked(files: Mapping[str, str], linked: list[frozenset[str]]) -> set[str] | frozenset[str]:
+    """The files other than index.md and master.md that no set in `linked` names, when each set
+    names existing files only. When the sets are disjoint, hold no special file and are as many
+    as the other files, they name every one: settled by sizes, without a set of every path."""
+    others = len(files) - sum(1 for special in SPECIAL if special in files)
+    if (sum(map(len, linked)) == others and not any(special in names for names in linked for special in SPECIAL)
+            and all(a.isdisjoint(b) for i, a in enumerate(linked) for b in linked[i + 1:])):
+        return frozenset()
+    return set(files.keys()).difference(SPECIAL, *linked)
 
 
 def _over_budget(files: Mapping[str, str], budget: int, tokens: Mapping[str, int],
