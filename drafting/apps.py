@@ -8,12 +8,12 @@ class DraftingConfig(AppConfig):
     def ready(self):
         from django.conf import settings
 
-        from lindy import navigation, schedules
+        from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
         from router.services import register_metric
 
-        from . import offline, permissions, prompts, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
+        from . import offline, permissions, prompts, selectors, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
         from .services.pairs import METRIC
 
         register_route(prompts.ROUTE, owner=self.label,
@@ -24,6 +24,8 @@ class DraftingConfig(AppConfig):
                         url_name="drafting-charts")
         navigation.register(navigation.NavItem("drafts", "Drafts", "drafting-list", permissions.can_view_drafts,
                                                order=30))
+        home.register(home.Tile("heavy-edits", "drafting/home_tile.html", permissions.can_view_drafts,
+                                selectors.heavy_edit_summary, order=40))
         schedules.register(schedules.Periodic(
             name="drafting.sweep", task="drafting.tasks.sweep", every_seconds=settings.LINDY_DRAFT_SWEEP_SECONDS,
             description="Gmail items hydration stored that drafting has not looked at yet (behind the signal).",

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate, TruncWeek
 from django.http import Http404
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.models import FileSystem
@@ -136,3 +137,20 @@ def charts(*, user, team_id: int | None, days: int, period: str) -> dict:
         "similarity": similarity_histogram(pairs),
         "proposals": proposal_counts(user=user, team_id=team_id, days=days, period=period),
     }
+
+
+HOME_DAYS = 7
+
+
+def heavy_edit_summary(user) -> dict | None:
+    """The home page's heavy-edit tile: the user's own pairs of the last week, in one aggregate
+    query; None (no tile) when nothing has been drafted for them in that time."""
+    totals = pairs_in_scope(user=user, team_id=None, days=HOME_DAYS).aggregate(
+        scored=Count("pk", filter=Q(scorable=True)),
+        heavy=Count("pk", filter=Q(scorable=True, heavy_edit=True)),
+        unscorable=Count("pk", filter=Q(scorable=False)),
+    )
+    if not totals["scored"] and not totals["unscorable"]:
+        return None
+    return {**totals, "rate": totals["heavy"] / totals["scored"] if totals["scored"] else None,
+            "days": HOME_DAYS, "url": reverse("drafting-list")}

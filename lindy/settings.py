@@ -269,10 +269,6 @@ LINDY_INBOUND_HANDLER = os.environ.get("LINDY_INBOUND_HANDLER", "agent.services.
 # The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
 #   user_message_send(*, user, body: str, channel: str | None = None) -> dict
 LINDY_USER_MESSAGE_SENDER = os.environ.get("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
-# The home page's heavy-edit tile reads email drafting's figures (lindy/home.py, heavy_edit_context):
-#   heavy_edit_summary(user) -> {"rate", "heavy", "scored", "unscorable", "days", "url"} | None
-# The tile is shown only once this imports (the drafting app provides it).
-LINDY_HOME_HEAVY_EDIT_SELECTOR = os.environ.get("LINDY_HOME_HEAVY_EDIT_SELECTOR", "drafting.selectors.heavy_edit_summary")
 
 # Router (model routing, rollouts, cost).
 # Share of rollout calls whose request and answer are kept for the online judge.

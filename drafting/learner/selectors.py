@@ -155,3 +155,24 @@ def swap_agreement(proposals: QuerySet[Proposal]) -> float | None:
             .values_list("first_vote", "second_vote"))
     votes = list(rows)
     return _rate(sum(judging.swap_agrees(a, b) for a, b in votes), len(votes))
+
+
+def proposal_counts(*, user, team_id: int | None, days: int, period: str = "day") -> list[dict]:
+    """Proposals decided per day or week, accepted and rejected, for the drafting charts: the
+    user's own, or (team_id, a team the user administers) the team's. One grouped query."""
+    from datetime import timedelta
+
+    from django.db.models import Count, Q
+    from django.db.models.functions import TruncDate, TruncWeek
+    from django.utils import timezone
+
+    since = timezone.now() - timedelta(days=days)
+    scope = visible_proposals(user, Proposal.objects.all())
+    scope = scope.filter(team_id=team_id) if team_id is not None else scope.filter(user=user)
+    trunc = TruncWeek if period == "week" else TruncDate
+    rows = (scope.filter(decided_at__gte=since).order_by().annotate(period=trunc("decided_at")).values("period")
+            .annotate(accepted=Count("pk", filter=Q(status=Proposal.Status.ACCEPTED)),
+                      rejected=Count("pk", filter=Q(status=Proposal.Status.REJECTED)))
+            .order_by("period"))
+    return [{"period": (row["period"].date() if hasattr(row["period"], "date") else row["period"]).isoformat(),
+             "accepted": row["accepted"], "rejected": row["rejected"]} for row in rows]

@@ -7,7 +7,8 @@ def ready(label: str) -> None:
     from lindy import navigation, schedules
     from router.routing import register_route
 
-    from . import offline, permissions, prompts, tasks  # noqa: F401  (offline rules; tasks by name)
+    from .. import selectors as drafting_selectors
+    from . import offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules; tasks by name)
 
     register_route(prompts.INIT_ROUTE, owner=label,
                    description="Composes a user's first context document from their answered threads (then gated).")
@@ -24,3 +25,4 @@ def ready(label: str) -> None:
     navigation.register(navigation.NavItem(
         "learner", "Context learner", "drafting-learner", permissions.can_view_learner, order=46,
     ))
+    drafting_selectors.register_proposal_counts(selectors.proposal_counts)

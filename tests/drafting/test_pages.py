@@ -86,7 +86,7 @@ def test_charts_data_rates_by_target_and_variant_with_unscorable_counted_apart(c
     assert series[("offline-rules", "default")]["rate"][-1] == 50.0
     assert series[("cheap", "flash-tuned")]["rate"] == [100.0, None] and series[("cheap", "flash-tuned")]["unscorable"] == [0, 1]
     assert sum(data["similarity"]["counts"]) == 3 and data["similarity"]["unscorable"] == 1
-    assert data["proposals"] is None  # no learner installed: the page shows an empty state
+    assert data["proposals"] == []  # the learner has decided nothing yet
     weekly = api_for(cast.member).get("/api/drafting/charts", days=7, period="week").json()["heavy_edit"]
     assert weekly["period"] == "week" and weekly["total"]["scorable"] == 3
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from channels_app import selectors as channel_selectors
 from channels_app.models import NumberDay, RatioAlert
 from hydration.models import Run, Schedule
-from lindy import demo, home
+from lindy import demo
 from memory.models import FileSystem
 from router.models import ModelCall, Rollout
 from tests.channels_app.factories import SendingNumberFactory
@@ -149,22 +149,16 @@ def test_superuser_without_rollouts_is_told_so(cast):
     assert "No rollout is live" in html and 'data-bars="calls"' in html
 
 
-def test_heavy_edit_tile_appears_only_once_its_selector_exists(cast, settings):
-    home.optional_selector.cache_clear()
-    try:
-        settings.LINDY_HOME_HEAVY_EDIT_SELECTOR = "drafting_not_installed.selectors.heavy_edit_summary"
-        assert "heavy-edits" not in _tiles(client_for(cast.member).get("/").content.decode())
+def test_heavy_edit_tile_shows_the_users_own_draft_sent_pairs(cast):
+    from tests.drafting.factories import pair
 
-        home.optional_selector.cache_clear()
-        settings.LINDY_HOME_HEAVY_EDIT_SELECTOR = "tests.lindy.test_home.fake_heavy_edit_summary"
-        html = client_for(cast.member).get("/").content.decode()
-        assert "heavy-edits" in _tiles(html)
-        assert "<strong data-heavy-edit-rate>25%</strong>" in html and "(3 of 12 scored; 2 could not be scored)" in html
-        # Not for support staff, who never see a user's mail.
-        assert "heavy-edits" not in _tiles(client_for(cast.support).get("/").content.decode())
-    finally:
-        home.optional_selector.cache_clear()
-
-
-def fake_heavy_edit_summary(user):
-    return {"rate": 0.25, "heavy": 3, "scored": 12, "unscorable": 2, "days": 7, "url": "/"}
+    assert "heavy-edits" not in _tiles(client_for(cast.member).get("/").content.decode())  # nothing drafted yet
+    pair(cast.member, cast.team, sent="Jane - Friday is out, legal still has the redlines. Next week instead?")
+    pair(cast.member, cast.team, sent="Hi Jane,\n\nFriday works for me.\n\nThanks")
+    pair(cast.member, cast.team, sent="On Mon, Jane wrote:\n> Can you confirm Friday?")  # unscorable
+    pair(cast.admin, cast.team, sent="Someone else's rewrite entirely, not the member's.")
+    html = client_for(cast.member).get("/").content.decode()
+    assert "heavy-edits" in _tiles(html)
+    assert "<strong data-heavy-edit-rate>50%</strong>" in html and "(1 of 2 scored; 1 could not be scored)" in html
+    # Not for support staff, who never see a user's mail.
+    assert "heavy-edits" not in _tiles(client_for(cast.support).get("/").content.decode())
