@@ -48,10 +48,10 @@ def test_an_htmx_authorize_carries_its_message_and_leaves_none_for_the_next_page
     client = client_for(cast.member)
     response = client.post(f"/validator/decisions/{first.pk}/authorize/", **HX)
     assert response.status_code == 200 and "<html" not in response.content.decode()
-    assert _messages(response) == [{"level": "success", "text": "Authorized: the action ran."}]
+    assert _messages(response) == [{"level": "success", "text": "Authorized: recorded in your outbox, not sent (no live integration)."}]
     # The next page, another pending decision, shows no leftover message.
     page = client.get(f"/validator/decisions/{second.pk}/").content.decode()
-    assert "Authorized: the action ran." not in page and 'id="messages"' in page
+    assert "Authorized: recorded in your outbox, not sent (no live integration)." not in page and 'id="messages"' in page
     # Resolving it again: the refusal is the message of that response, and again not kept.
     again = client.post(f"/validator/decisions/{first.pk}/dismiss/", **HX)
     assert [m["level"] for m in _messages(again)] == ["error"]
@@ -115,7 +115,7 @@ def test_authorize_and_dismiss_show_their_message_once_in_the_browser(browser_pa
     page.locator("#decision-outcome[data-status='authorized']").wait_for()
     messages = page.locator("#messages p.message")
     messages.first.wait_for()
-    assert messages.count() == 1 and messages.inner_text() == "Authorized: the action ran."
+    assert messages.count() == 1 and messages.inner_text() == "Authorized: recorded in your outbox, not sent (no live integration)."
     assert page.locator("#decision-outcome .message").count() == 0
 
     page.goto(f"{page.live_server_url}/validator/decisions/{second.pk}/")

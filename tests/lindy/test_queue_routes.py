@@ -36,6 +36,16 @@ EXPECTED = {
     "drafting.tasks.learner_init_fetch": "evals",
     "drafting.tasks.learner_init_compose": "evals",
     "drafting.tasks.learner_cadence": None,
+    "router.tasks.optimization_run": "evals",
+    # Short: one draft (a model call and a Gmail write) per inbound mail; the fan-out and the sweep
+    # only queue those.
+    "drafting.tasks.item_process": None,
+    "drafting.tasks.items_process": None,
+    "drafting.tasks.sweep": None,
+    # One scoring call after a task ends; the re-queue sweep and the hourly block-rate check are short.
+    "analyst.tasks.task_score": None,
+    "router.tasks.optimization_recover": None,
+    "validator.tasks.block_rate_anomalies": None,
     "lindy.tasks.heartbeat": None,
     "lindy.tasks.ping": None,
     "hydration.tasks.dispatch_due": None,

@@ -65,10 +65,10 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     assert (ModelCall.objects.count(), RolloutEvent.objects.count(), CallScore.objects.count()) == counts
 
     # The pages, as the demo logins see them.
-    Route.objects.create(name="learner.judge", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))  # a stale row
+    Route.objects.create(name="tests.stale_route", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))  # a stale row
     ops = client_for(ctx.users["ops@lindy.test"])
     routes = ops.get("/router/").content.decode()
-    assert "validator" in routes and "learner.judge" not in routes
+    assert "validator" in routes and "tests.stale_route" not in routes
     page = ops.get(f"/router/rollouts/{rollout.pk}/").content.decode()
     # A handful of demo users can't give the sequential test its minimum samples: the page says the
     # stage holds and why, rather than showing a ramp the evidence didn't earn.
@@ -77,7 +77,7 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     with django_assert_max_num_queries(12):
         costs = ops.get("/router/costs/")
     body = costs.content.decode()
-    assert costs.status_code == 200 and "learner.judge" not in body
+    assert costs.status_code == 200 and "tests.stale_route" not in body
     assert all(route in body for route in ("validator", "router.online_eval", "memory.summarize"))
     assert 'id="offline-calls"' in body  # the offline provider's calls are said to cost nothing
     admin = client_for(ctx.users["admin@acme.test"]).get("/router/costs/")

@@ -195,11 +195,11 @@ def test_the_router_refuses_what_the_owner_cannot_build(cast):
 
 
 def test_a_route_no_app_owns_builds_nothing():
-    orphan = Route.objects.create(name="learner.judge", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))
+    orphan = Route.objects.create(name="tests.orphan_route", baseline=Target.objects.get(name=routing.DEFAULT_TARGET))
     PromptVariant.objects.create(route=orphan, name="default")
-    with pytest.raises(ValidationError, match="No app owns route 'learner.judge'"):
+    with pytest.raises(ValidationError, match="No app owns route 'tests.orphan_route'"):
         services.rollout_start(route=orphan, candidate=cheap_target())
-    with pytest.raises(ValidationError, match="No app owns route 'learner.judge'"):
+    with pytest.raises(ValidationError, match="No app owns route 'tests.orphan_route'"):
         variants.check(orphan.name, "default")
     assert not Rollout.objects.exists()
 

@@ -46,6 +46,7 @@ CASES = [
     Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200)),
     # The eval matrix is for ops; candidates for staff and team admins (their own teams' only).
     Case("validator/evals/", "GET", "/validator/evals/", SUPERUSER_PAGE),
+    Case("validator/cache/", "GET", "/validator/cache/", SUPERUSER_PAGE),
     Case("validator/evals/run/", "POST", "/validator/evals/run/", page(404, superuser=302),
          body={"offline_only": "1"}, json=False),
     Case("validator/evals/candidates/", "GET", "/validator/evals/candidates/", TEAM_ADMIN_PAGE),
