@@ -48,8 +48,11 @@ typecheck: install
 screenshots: seed chromium
 	$(BIN)/python manage.py screenshots
 
+# The goals are PostgreSQL's and Redis's: the local ones unless DATABASE_URL / REDIS_URL say otherwise
+# (it builds and drops its own test database).
 bench: install
-	$(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/lindy} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	  $(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q
 
 clean:
 	rm -rf var
