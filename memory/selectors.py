@@ -38,10 +38,9 @@ def filesystem_get(user, fs_id) -> FileSystem:
     head = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk")
     fs = permissions.get_visible_or_404(
         permissions.visible_filesystems(user).select_related("team", "owner").annotate(
-            head_revision_pk=Subquery(head.values("pk")[:1]), head_revision_at=Subquery(head.values("created_at")[:1])),
+            head_revision_pk=Subquery(head.values("pk")[:1])),
         pk=fs_id)
-    pk, at = getattr(fs, "head_revision_pk"), getattr(fs, "head_revision_at")  # noqa: B009 (annotations)
-    setattr(fs, "_head_revision", _head_key(pk, at))  # noqa: B010
+    setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
     return fs
 
 
@@ -58,17 +57,18 @@ def file_get(fs: FileSystem, path: str) -> MemoryFile:
     return found
 
 
-def _head_key(pk, at) -> str:
-    return f"{pk}@{at.timestamp()}" if pk is not None else "none"
+def _head_key(fs: FileSystem, revision_pk) -> str:
+    # The file system's creation time is part of it so a database rebuilt under a surviving cache
+    # (ids reused) never matches old keys.
+    return f"{revision_pk}@{fs.created_at.timestamp()}" if revision_pk is not None else "none"
 
 
 def _head(fs: FileSystem) -> str:
-    """The file system's latest revision, read once per request (kept on the instance). Its
-    time is part of it so a database rebuilt under a surviving cache never matches old keys."""
+    """The file system's latest revision, read once per request (kept on the instance)."""
     if not hasattr(fs, "_head_revision"):
-        row = (Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk")
-               .values_list("pk", "created_at").first())
-        setattr(fs, "_head_revision", _head_key(*row) if row else "none")  # noqa: B010
+        pk = (Revision.objects.filter(filesystem=fs).order_by("-created_at", "-pk")
+              .values_list("pk", flat=True).first())
+        setattr(fs, "_head_revision", _head_key(fs, pk))  # noqa: B010
     return getattr(fs, "_head_revision")  # noqa: B009
 
 

@@ -36,3 +36,18 @@ def test_file_page_shows_hostile_memory_inert(cast):
     assert "<script>alert" not in history
     preview = client_for(cast.admin).post(f"/memory/{fs.pk}/preview", {"content": HOSTILE}).content.decode().lower()
     assert "<script" not in preview and "javascript:" not in preview
+
+
+def test_history_entries_show_hostile_revision_details_inert(cast):
+    from memory import services
+    from memory.services import Change
+
+    fs = cast.team.memory_filesystem
+    write_linked(fs, {"notes/a.md": "one"})
+    services.changes_apply(filesystem=fs, changes=[Change("write", "notes/a.md", content="two")],
+                           author_kind="memory_agent", message="<img src=x onerror=alert(1)> & done",
+                           source_kind="<b>slack</b>", source_id='"><script>x</script>')
+    html = client_for(cast.member).get(f"/memory/{fs.pk}/history/notes/a.md").content.decode()
+    assert "<img src=x" not in html and "<script>x" not in html and "<b>slack" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt; &amp; done" in html
+    assert "from &lt;b&gt;slack&lt;/b&gt; &quot;&gt;&lt;script&gt;x&lt;/script&gt;" in html
