@@ -213,11 +213,13 @@ def score_case(case: dict, completion: Completion, route: str = "") -> tuple[boo
     """(passed, score, expected, got, detail)."""
     expected = case["expected"]
     if "outcome" in expected:
-        want = expected["outcome"]
+        # A verdict of the owner's own kind: allow/block/exempt (the validator), A/B/tie (the
+        # learner's judge)... compared as words, whatever their case.
+        want = str(expected["outcome"])
         got = _VERDICT_PARSERS.get(route, parse_verdict)(completion) or "unparsed"
         # Exempt actions (messages to the user themself) never reach the validator in the product;
         # asked anyway, it must not block them.
-        passed = got == want or (want == "exempt" and got == "allow")
+        passed = got.casefold() == want.casefold() or (want == "exempt" and got == "allow")
         return passed, 1.0 if passed else 0.0, want, got, f"verdict {got}, expected {want}"
     text = (completion.text or "") + " " + " ".join(json.dumps(c.input) for c in completion.tool_calls)
     lowered = text.lower()
