@@ -4,7 +4,8 @@ Each line of the data file is one case holding the full model request and how to
 
     {"id": "...", "description": "...",
      "request": {"system": "...", "messages": [...], "tools": [...], "tool_choice": {...}, "max_tokens": 600},
-     "expected": {"outcome": "block" | "allow" | "exempt"}}          # a verdict (validator-style)
+     "expected": {"outcome": "block" | "allow" | "exempt"}}          # a verdict (validator-style;
+                                                                      # the learner's judge: "A" | "B" | "tie")
      or "expected": {"contains": ["..."], "absent": ["..."]}          # a scoring rule on the answer text
      "variants": {"<variant>": {"system": "..."}}                     # optional per-case prompt overrides
 
