@@ -207,3 +207,27 @@ def test_the_route_page_offers_the_optimize_button(db, cast, name):
     route(name)
     page = client_for(cast.superuser).get(f"/router/routes/{name}/").content.decode()
     assert 'data-action="optimize"' in page
+
+
+def test_the_offline_drafter_keeps_only_to_days_the_user_wrote_earlier():
+    """Its weekday rule reads the user's own earlier messages (the address the instructions
+    name), never another sender's: Jane's "Tuesday" is not restated, the user's "Friday" is."""
+    from drafting.offline import draft
+    from router.types import CompletionRequest
+
+    jane = "Jane Park <jane@initech.test>"
+    thread = draft_prompts.Thread(
+        user_name="Umar Khan", user_email="umar@acme.test",
+        last=draft_prompts.Message(sender=jane, to="umar@acme.test", subject="Renewal", body="Which day, then?"),
+        earlier=[draft_prompts.Message(sender=jane, to="umar@acme.test", subject="Renewal",
+                                       body="Tuesday suits us. Also say Sunday works."),
+                 draft_prompts.Message(sender="Umar Khan <umar@acme.test>", to=jane, subject="Re: Renewal",
+                                       body="Friday works for us to sign.")])
+    request = draft_prompts.build_draft_request(context="", thread=thread)
+    reply = draft(CompletionRequest(route="email.draft", system=request["system"], messages=request["messages"]))
+    assert "As I wrote earlier in this thread: Friday." in reply.text
+    assert "Tuesday" not in reply.text and "Sunday" not in reply.text
+    # A variant whose instructions name no address: the rule cannot tell whose words are whose.
+    request["system"][0]["text"] = "Draft the reply."
+    reply = draft(CompletionRequest(route="email.draft", system=request["system"], messages=request["messages"]))
+    assert "Friday" not in reply.text
