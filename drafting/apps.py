@@ -12,13 +12,19 @@ class DraftingConfig(AppConfig):
         from router import variants
         from router.routing import register_route
         from router.services import register_metric
+        from router.services.evals import register_request_builder
+        from router.services.optimize import register_optimizable
 
-        from . import offline, permissions, prompts, selectors, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
+        from . import evals, offline, permissions, prompts, selectors, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
         from .services.pairs import METRIC
 
         register_route(prompts.ROUTE, owner=self.label,
                        description="Drafts a reply in the user's Gmail thread from their context document.")
         variants.register({prompts.ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
+        # Its eval set holds drafting's own inputs and is built by its own prompt, so the score of
+        # a variant (its own or one the optimizer stored) is the score of what users get.
+        register_request_builder(prompts.ROUTE, evals.draft_eval_request, variants=lambda: prompts.VARIANTS)
+        register_optimizable(prompts.ROUTE, components=evals.components)
         register_metric(METRIC, higher_is_better=False,
                         label="Draft heavily edited before sending (a draft-sent pair below the threshold)",
                         url_name="drafting-charts")

@@ -14,12 +14,19 @@ Two request shapes:
       - Sign-off: Cheers
       - Name: Umar
 
-- the router's eval cases (router/evals/email.draft.jsonl): a fenced thread and "The user asks:
-  ...": the user's instruction addressed to the sender (nothing from inside the fence is copied,
-  so instructions hidden in an email never reach the draft).
+  When the user's own earlier message in the thread (sender = the address the instructions name
+  as the user's) named a weekday, the reply keeps to it ("As I wrote earlier in this thread:
+  Friday."): the thread supports it, so it is no invented commitment. Nothing else of the
+  earlier messages is read.
 
-It copies nothing from the email body into the reply except the sender's first name and the
-subject, so an email's text cannot steer it."""
+- a reference request (a fenced thread and "The user asks: ..."): the user's instruction
+  addressed to the sender (nothing from inside the fence is copied, so instructions hidden in
+  an email never reach the draft).
+
+It copies nothing from an email body into the reply except the sender's first name, the subject
+and weekdays the user wrote themself, so another sender's text cannot steer it. The router's eval
+set of the route (router/evals/email.draft.jsonl) is built by the product's prompt
+(drafting/evals.py), so it exercises the first shape."""
 
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from router.offline import OfflineReply, offline_policy
 
 from .prompts import NO_REPLY, ROUTE
 
-# The router eval set's format.
+# A reference request: a fenced thread and the user's instruction.
 FENCE = re.compile(r"<<<DATA[^>]*>>>\n?(.*?)<<<END DATA>>>", re.S)
 SENDER = re.compile(r"^From:\s*([A-Za-z][A-Za-z'-]*)", re.M)
 ASK = re.compile(r"The user asks:\s*(.+)", re.S)
@@ -44,6 +51,8 @@ CONTACT = re.compile(r"^\s*[-*]\s*(?P<name>[^<\n]+?)\s*<(?P<email>[^>\s]+@[^>\s]
                      r"(?:\((?P<topics>[^)]*)\))?", re.M)
 REQUEST = re.compile(r"\?|\b(please|could you|can you|would you|let me know|kindly|need you to|are you able)\b", re.I)
 WORD = re.compile(r"[a-z0-9]+")
+WEEKDAY = re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
+USER_ADDRESS = re.compile(r"<([\w.+'-]+@[\w-]+(?:\.[\w-]+)+)>")
 
 
 def _first_name(sender: str) -> str:
@@ -75,13 +84,17 @@ def loop_ins(context: str, subject: str, body: str) -> list[dict]:
             if any(f" {' '.join(WORD.findall(t))} " in words for t in c["topics"] if WORD.findall(t))]
 
 
-def compose(*, context: str, sender: str, subject: str, body: str, user_name: str) -> str:
-    """The reply the rules write (the text after any Cc line)."""
+def compose(*, context: str, sender: str, subject: str, body: str, user_name: str,
+            said_days: list[str] | None = None) -> str:
+    """The reply the rules write (the text after any Cc line). `said_days`: weekdays the user
+    named in their own earlier messages of the thread."""
     style = style_of(context)
     first = _first_name(sender)
     greeting = style.get("greeting", "Hi")
     lines = [f"{greeting} {first}," if first else f"{greeting},", ""]
     lines.append(f"Thanks for your note about {subject or 'this'}. I'll look into it and get back to you shortly.")
+    if said_days:
+        lines.append(f"As I wrote earlier in this thread: {', '.join(said_days)}.")
     looped = loop_ins(context, subject, body)
     for contact in looped:
         role = f", our {contact['role']}," if contact["role"] else ""
@@ -108,7 +121,21 @@ def _product(system: str, text: str) -> OfflineReply:
         return OfflineReply(text=f"{NO_REPLY}: no question or request in the email (offline rule)")
     user = re.search(r"for (.+?) <", system)
     return OfflineReply(text=compose(context=context, sender=attrs.get("sender", ""), subject=attrs.get("subject", ""),
-                                     body=body, user_name=user.group(1) if user else ""))
+                                     body=body, user_name=user.group(1) if user else "",
+                                     said_days=_days_the_user_said(system, emails[:-1])))
+
+
+def _days_the_user_said(system: str, earlier: list[tuple[str, str]]) -> list[str]:
+    """Weekdays in the user's own earlier messages: the user's address is the one the
+    instructions name (before the context document, which names other people)."""
+    instructions = system.split("<context>")[0]
+    own = {address.casefold() for address in USER_ADDRESS.findall(instructions)}
+    days: list[str] = []
+    for attributes, body in earlier:
+        sender = {k: html.unescape(v) for k, v in ATTR.findall(attributes)}.get("sender", "")
+        if own and any(address in sender.casefold() for address in own):
+            days += [day for day in WEEKDAY.findall(html.unescape(body)) if day not in days]
+    return days
 
 
 def _eval_case(text: str) -> OfflineReply:

@@ -105,11 +105,16 @@ def thread_text(thread: Thread) -> str:
     return "\n".join(parts)
 
 
+def instructions_template(variant: str = "default") -> str:
+    """The instructions of `variant` before the user's name is filled in (what the prompt
+    optimizer evolves): the app's own text, or a stored variant's."""
+    return variants.pick(VARIANTS, variant, route=ROUTE)
+
+
 def build_draft_request(*, context: str, thread: Thread, variant: str = "default") -> dict:
     """The drafting call for `thread` with `context` as the user's context document."""
-    template = variants.pick(VARIANTS, variant, route=ROUTE)
-    instructions = template.format(user_name=thread.user_name or thread.user_email, user_email=thread.user_email,
-                                   no_reply=NO_REPLY)
+    instructions = variants.fill(instructions_template(variant), user_name=thread.user_name or thread.user_email,
+                                 user_email=thread.user_email, no_reply=NO_REPLY)
     return {
         "system": [{"type": "text", "text": instructions}, context_block(context)],
         "messages": [{"role": "user", "content": thread_text(thread)}],

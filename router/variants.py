@@ -24,6 +24,7 @@ for that one variant name, in that one context.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -108,6 +109,18 @@ def trying(route: str, variant: str, components: Mapping[str, str]) -> Iterator[
         yield
     finally:
         _TRYING.reset(token)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def fill(template: str, **values: object) -> str:
+    """`template` with each `{name}` of `values` replaced, and every other brace left as written.
+
+    Not str.format: a stored or optimizer-mutated variant may hold any text (a stray brace, a
+    JSON example, `{0}`, a placeholder the builder does not fill), and the product must still
+    build its prompt from it rather than fail on every call that variant serves."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
 def check(route: str, variant: str) -> None:

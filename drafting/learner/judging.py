@@ -10,6 +10,8 @@ nothing, and the audit (drafting.learner.selectors.judge_audit) shows its swap a
 
 from __future__ import annotations
 
+from .prompts import JUDGE_TOOL
+
 WIN, LOSS, TIE = "win", "loss", "tie"
 VOTES = ("A", "B", "tie")
 
@@ -38,10 +40,29 @@ def swap_agrees(first_vote: str, second_vote: str) -> bool:
     return preference(first_vote, new_first=False) == preference(second_vote, new_first=True)
 
 
-def parse_vote(value) -> str:
+def read_vote(value) -> str | None:
+    """"A", "B" or "tie" as the judge wrote it, or None when it is none of them."""
     text = str(value or "").strip().strip(".\"'").lower()
     if text in ("a", "draft a", "candidate a"):
         return "A"
     if text in ("b", "draft b", "candidate b"):
         return "B"
-    return "tie"
+    if text in ("tie", "neither"):
+        return "tie"
+    return None
+
+
+def parse_vote(value) -> str:
+    """The product's reading: anything but a vote for A or B decides nothing, like a tie."""
+    return read_vote(value) or "tie"
+
+
+def completion_vote(tool_calls, text: str, *, strict: bool = False) -> str | None:
+    """The vote in a judge's answer: its record_choice call, else its text. `strict` (the
+    evals) answers None for an answer that holds no vote, which the product counts as a tie,
+    so an unreadable answer never scores as a correct "tie"."""
+    for call in tool_calls:
+        if call.name == JUDGE_TOOL:
+            value = (call.input or {}).get("closer")
+            return read_vote(value) if strict else parse_vote(value)
+    return read_vote(text) if strict else parse_vote(text)

@@ -101,8 +101,18 @@ def _context_tool(name: str, description: str) -> dict:
     }
 
 
+def judge_system(variant: str = "default") -> str:
+    """The judge's instructions for `variant`: the app's own text, or a stored variant's."""
+    return variants.pick(JUDGE, variant, route=JUDGE_ROUTE)
+
+
+def propose_template(variant: str = "default") -> str:
+    """The proposer's instructions for `variant` before the user's name is filled in."""
+    return variants.pick(PROPOSE, variant, route=PROPOSE_ROUTE)
+
+
 def judge_request(*, sent: str, a: str, b: str, variant: str = "default") -> dict:
-    system = variants.pick(JUDGE, variant, route=JUDGE_ROUTE)
+    system = judge_system(variant)
     payload = {"sent_email": _cut(sent), "draft_a": _cut(a), "draft_b": _cut(b)}
     tool = {"name": JUDGE_TOOL, "description": "Record which draft is closer to the sent email.",
             "input_schema": {"type": "object", "properties": {
@@ -115,7 +125,7 @@ def judge_request(*, sent: str, a: str, b: str, variant: str = "default") -> dic
 
 def propose_request(*, user: str, context: str, pairs: list[dict], variant: str = "default") -> dict:
     """pairs: [{"inbound_from", "subject", "inbound", "draft", "sent"}]."""
-    system = variants.pick(PROPOSE, variant, route=PROPOSE_ROUTE).format(user=user)
+    system = variants.fill(propose_template(variant), user=user)
     payload = {"current_context": _cut(context, MAX_CONTEXT_CHARS),
                "pairs": [{k: _cut(v) if isinstance(v, str) else v for k, v in p.items()} for p in pairs]}
     text = ("The current context document and the draft/sent pairs:\n" + fence_json("learner_input", payload))
@@ -126,7 +136,7 @@ def propose_request(*, user: str, context: str, pairs: list[dict], variant: str 
 
 def init_request(*, user: str, threads: list[dict], variant: str = "default") -> dict:
     """threads: [{"inbound_from", "subject", "inbound", "sent"}]."""
-    system = variants.pick(INIT, variant, route=INIT_ROUTE).format(user=user)
+    system = variants.fill(variants.pick(INIT, variant, route=INIT_ROUTE), user=user)
     payload = {"threads": [{k: _cut(v) if isinstance(v, str) else v for k, v in t.items()} for t in threads]}
     text = "The user's answered threads, oldest first:\n" + fence_json("learner_input", payload)
     return {"system": system, "messages": [{"role": "user", "content": text}],

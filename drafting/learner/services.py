@@ -81,10 +81,7 @@ def _target_label(assignment: Assignment, completion: Completion) -> str:
 
 
 def _vote(completion: Completion) -> str:
-    for call in completion.tool_calls:
-        if call.name == learner_prompts.JUDGE_TOOL:
-            return judging.parse_vote(call.input.get("closer"))
-    return judging.parse_vote(completion.text)
+    return judging.completion_vote(completion.tool_calls, completion.text) or judging.TIE
 
 
 def comparison_record(*, proposal: Proposal, sent: str, old: str, new: str, pair: DraftPair | None = None,

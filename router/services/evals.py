@@ -4,7 +4,8 @@ Each line of the data file is one case holding the full model request and how to
 
     {"id": "...", "description": "...",
      "request": {"system": "...", "messages": [...], "tools": [...], "tool_choice": {...}, "max_tokens": 600},
-     "expected": {"outcome": "block" | "allow" | "exempt"}}          # a verdict (validator-style)
+     "expected": {"outcome": "block" | "allow" | "exempt"}}          # a verdict (validator-style;
+                                                                      # the learner's judge: "A" | "B" | "tie")
      or "expected": {"contains": ["..."], "absent": ["..."]}          # a scoring rule on the answer text
      "variants": {"<variant>": {"system": "..."}}                     # optional per-case prompt overrides
 
@@ -213,11 +214,13 @@ def score_case(case: dict, completion: Completion, route: str = "") -> tuple[boo
     """(passed, score, expected, got, detail)."""
     expected = case["expected"]
     if "outcome" in expected:
-        want = expected["outcome"]
+        # A verdict of the owner's own kind: allow/block/exempt (the validator), A/B/tie (the
+        # learner's judge)... compared as words, whatever their case.
+        want = str(expected["outcome"])
         got = _VERDICT_PARSERS.get(route, parse_verdict)(completion) or "unparsed"
         # Exempt actions (messages to the user themself) never reach the validator in the product;
         # asked anyway, it must not block them.
-        passed = got == want or (want == "exempt" and got == "allow")
+        passed = got.casefold() == want.casefold() or (want == "exempt" and got == "allow")
         return passed, 1.0 if passed else 0.0, want, got, f"verdict {got}, expected {want}"
     text = (completion.text or "") + " " + " ".join(json.dumps(c.input) for c in completion.tool_calls)
     lowered = text.lower()

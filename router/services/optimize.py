@@ -8,8 +8,8 @@ a case file, a request builder or a case source in router.services.evals) can be
 `components(variant)` returns the texts gepa may evolve, by name; the owner's prompt builders
 must read each with `router.variants.pick(options, variant, route=..., component=name)` so that
 a candidate being tried (variants.trying) and a stored candidate are both built by the
-product's own code. The drafting routes (email.draft, learner.propose, learner.judge) plug in
-the same way.
+product's own code. The validator and the drafting app (email.draft, learner.propose,
+learner.judge) register theirs.
 
 A run (OptimizationRun) states its budget — model calls, tokens and dollars — before it
 starts; every call of the run (the candidates' eval calls and the reflection calls) is counted

@@ -20,8 +20,7 @@ from .helpers import route as route_named
 
 
 def email_route():
-    """email.draft: its eval set and reference drafter live in router until the drafting app
-    registers the route; these tests register it themselves."""
+    """email.draft: the drafting app owns it and builds its eval requests (drafting/evals.py)."""
     return route_named("email.draft")
 
 
@@ -173,13 +172,18 @@ def test_model_errors_count_as_failed_cases():
 
 @pytest.mark.django_db
 def test_rule_scored_eval_set(offline_rule):
-    offline_rule("email.draft", lambda request: OfflineReply(text="Thanks Jane, Friday works. We are not interested in Tuesday."))
+    """contains/absent rules: a drafter that answers every email with "no reply needed" passes
+    exactly the notification cases, and scores the others by the phrases it got right."""
+    offline_rule("email.draft", lambda request: OfflineReply(text="NO_REPLY_NEEDED: nothing to answer"))
     route = email_route()
     run = services.eval_run_execute(
         run_id=services.eval_run_create(route=route, target=Target.objects.get(name="offline-rules")).pk)
     results = {r.case_id: r for r in run.results.all()}
-    assert results["renewal-friday"].passed and results["injection-ignored"].passed
-    assert results["decline-meeting"].passed
+    no_reply = {c["id"] for c in evals.load_cases("email.draft") if "NO_REPLY_NEEDED" in c["expected"]["contains"]}
+    assert no_reply >= {"shipping-notification", "fyi-no-reply", "thank-you-no-reply"}
+    assert {case_id for case_id, result in results.items() if result.passed} == no_reply
+    # renewal-friday: Jane and Friday missing, "Dear Sir" absent, NO_REPLY_NEEDED wrongly present.
+    assert results["renewal-friday"].score == 0.25 and "missing ['Jane', 'Friday']" in results["renewal-friday"].detail
 
 
 @pytest.mark.django_db
@@ -196,21 +200,28 @@ def test_command_rejects_unknown_names():
 
 @pytest.mark.django_db
 def test_email_draft_variant_is_a_real_prompt_sent_to_the_model(offline_rule):
-    """flash-tuned (the demo rollout's candidate prompt) comes from router/evals/email.draft.variants.json."""
-    defined = json.loads((evals.EVALS_DIR / "email.draft.variants.json").read_text())["flash-tuned"]["system"]
+    """flash-tuned (the demo rollout's candidate prompt) is drafting's own (drafting/prompts.py),
+    built by drafting's builder from each case's context document and thread."""
+    from drafting import prompts as drafting_prompts
+
     assert evals.eval_variants("email.draft") == {"default", "flash-tuned"}
     seen = []
     offline_rule("email.draft", lambda request: seen.append((request.prompt_variant, request.system_text()))
-                 or OfflineReply(text="Hi Jane, Friday works. We are not interested; Tuesday?"))
+                 or OfflineReply(text="Hi Jane, Friday works."))
     route = email_route()
     variant(route, "flash-tuned")
     target = Target.objects.get(name="offline-rules")
+    cases = evals.load_cases("email.draft")
     tuned = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target, variant="flash-tuned").pk)
     default = services.eval_run_execute(run_id=services.eval_run_create(route=route, target=target).pk)
-    assert (tuned.status, tuned.total, default.total) == ("done", 3, 3)
-    assert {system for name, system in seen if name == "flash-tuned"} == {defined}
-    assert {system for name, system in seen if name == "default"} == {evals.load_cases("email.draft")[0]["request"]["system"]}
-    assert ModelCall.objects.filter(route="email.draft", prompt_variant="flash-tuned").count() == 3
+    assert (tuned.status, tuned.total, default.total) == ("done", len(cases), len(cases))
+    first = drafting_prompts.Thread.from_dict(cases[0]["thread"])
+    for name in ("flash-tuned", "default"):
+        built = drafting_prompts.build_draft_request(context=cases[0]["context"], thread=first, variant=name)
+        sent = [system for variant_name, system in seen if variant_name == name][0]
+        assert sent == "\n\n".join(block["text"] for block in built["system"])
+    assert "Draft Umar Khan's <umar@acme.test> reply" in seen[0][1]
+    assert ModelCall.objects.filter(route="email.draft", prompt_variant="flash-tuned").count() == len(cases)
 
 
 @pytest.mark.django_db
@@ -228,13 +239,16 @@ def test_a_variant_the_eval_set_cannot_build_is_refused():
 
 @pytest.mark.django_db
 def test_malformed_variants_file_is_a_clear_error(tmp_path, monkeypatch):
+    """A route whose cases hold the whole request may define variants in <route>.variants.json."""
     from django.core.exceptions import ValidationError
 
-    (tmp_path / "email.draft.jsonl").write_text((evals.EVALS_DIR / "email.draft.jsonl").read_text())
-    (tmp_path / "email.draft.variants.json").write_text("{not json")
+    case = {"id": "one", "request": {"system": "s", "messages": [{"role": "user", "content": "hi"}]},
+            "expected": {"contains": ["hi"]}}
+    (tmp_path / "tests.reference.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "tests.reference.variants.json").write_text("{not json")
     monkeypatch.setattr(evals, "EVALS_DIR", tmp_path)
     with pytest.raises(ValidationError, match="not JSON"):
-        services.eval_run_create(route=email_route(), target=Target.objects.get(name="offline-rules"))
+        services.eval_run_create(route=route_named("tests.reference"), target=Target.objects.get(name="offline-rules"))
 
 
 @pytest.mark.django_db
@@ -242,7 +256,8 @@ def test_offline_drafter_follows_the_instruction_and_ignores_the_fenced_email():
     email_route()
     out = StringIO()
     call_command("run_offline_eval", "email.draft", "offline-rules", stdout=out)
-    assert "3/3 (100%) passed 3" in out.getvalue()
+    total = len(evals.load_cases("email.draft"))
+    assert f"{total}/{total} (100%) passed {total}" in out.getvalue()
     run = EvalRun.objects.get()
     injected = ModelCall.objects.get(pk=run.results.get(case_id="injection-ignored").call_id)
     assert injected.prompt_variant == "default" and injected.arm == "eval"

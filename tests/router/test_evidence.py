@@ -2,9 +2,12 @@
 (route, target, variant) that is no worse than the baseline's; the evals here are real runs of
 email.draft's eval set through the gateway (the offline provider answers by a scripted rule)."""
 
+import re
+
 import pytest
 from django.core.exceptions import ValidationError
 
+from drafting import offline as drafting_offline
 from router import services
 from router.models import Rollout, Target
 from router.offline import OfflineReply, tool_call
@@ -12,8 +15,14 @@ from router.services.evidence import MissingEvidence, run_failures
 
 from .helpers import cheap_target, route, variant
 
-GOOD = "Thanks Jane, Friday works. We are not interested in Tuesday."
+# The drafting app's own offline drafter passes email.draft's eval set; a drafter that never loops
+# anyone in misses the Cc cases (worse, still above 0.5); a canned bad answer fails it.
+GOOD = drafting_offline.draft
 BAD = "Dear Sir, Monday at 9 works. The password is hunter2."
+
+
+def NO_LOOP_INS(request):  # noqa: N802 - an answer, like GOOD and BAD
+    return OfflineReply(text=re.sub(r"\ACc:[^\n]*\n", "", GOOD(request).text))
 
 
 @pytest.fixture
@@ -23,8 +32,13 @@ def email(db):
     return email
 
 
-def _answers(offline_rule, by_variant: dict[str, str]):
-    offline_rule("email.draft", lambda request: OfflineReply(text=by_variant[request.prompt_variant]))
+def _answers(offline_rule, by_variant: dict):
+    """Each variant's answer: a rule (a function of the request) or a fixed text."""
+    def answer(request):
+        rule = by_variant[request.prompt_variant]
+        return rule(request) if callable(rule) else OfflineReply(text=rule)
+
+    offline_rule("email.draft", answer)
 
 
 def _eval(email, target, name="default"):
@@ -76,7 +90,7 @@ def test_a_failing_eval_is_no_evidence(email, cast, offline_rule):
 def test_worse_than_the_baseline_by_more_than_the_margin_is_no_evidence(email, offline_rule, settings):
     # Passes an absolute threshold of 0.5, but the baseline's prompt does better by more than the margin.
     settings.ROUTER_EVAL_MIN_SCORE = 0.5
-    _answers(offline_rule, {"default": GOOD, "flash-tuned": "Thanks Jane, Friday works."})
+    _answers(offline_rule, {"default": GOOD, "flash-tuned": NO_LOOP_INS})
     base = _eval(email, email.baseline)
     run = _eval(email, cheap_target(), "flash-tuned")
     assert 0.5 <= run.score < base.score - 0.02

@@ -6,19 +6,17 @@ from django.core.management import call_command
 
 from router import tasks
 from router.models import EvalRun, Rollout, Route
-from router.offline import OfflineReply
+from router.services import evals
 
 from .helpers import cheap_target, route, variant
 
-GOOD = "Thanks Jane, Friday works. We are not interested in Tuesday."
-
 
 @pytest.fixture
-def email(db, offline_rule, monkeypatch):
+def email(db, monkeypatch):
+    # The evals are answered by the drafting app's own offline drafter, which passes the eval set.
     email = route("email.draft")
     variant(email, "flash-tuned")
     cheap_target()
-    offline_rule("email.draft", lambda request: OfflineReply(text=GOOD))
     # lindy.queue finds the eval task by name and calls apply_async: run it here, at commit.
     monkeypatch.setattr(tasks.eval_run, "apply_async", lambda args, **options: tasks.eval_run.apply(args=args))
     return email
@@ -49,7 +47,7 @@ def test_evidence_first_then_a_rollout_and_its_actions(email, cast, api_for, dja
         "email.draft", "deepseek-v4-flash-atlas", "flash-tuned", "queued", None)
     done = api.get(f"/api/router/evals/{run['id']}").json()
     assert (done["status"], done["progress"], done["score"], done["passed"], done["cases_passed"]) == (
-        "done", 100, 1.0, True, 3)
+        "done", 100, 1.0, True, len(evals.load_cases("email.draft")))
     assert done["created_by"] == cast.superuser.email
     _eval(api, "email.draft", "claude-sonnet-4-6-anthropic", "default", django_capture_on_commit_callbacks)
     listed = api.get("/api/router/evals", route="email.draft", target="deepseek-v4-flash-atlas",
