@@ -8,8 +8,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -247,8 +248,12 @@ def rollout_action(request, rollout_id: int, action: str):
         # The rollout's card, and only it, is swapped in place (hx-target="#rollout-panel"); the
         # message travels with this response (lindy.middleware.htmx_messages). A refused action
         # (409) leaves the card as it was.
+        # The stage history below it gains the action's event: it comes along as an out-of-band swap.
         rollout = get_object_or_404(Rollout.objects.select_related("route", "candidate", "baseline"), pk=rollout.pk)
-        return render(request, "router/rollout.html#rollout-panel", {"rollout": rollout}, status=status)
+        panel = render_to_string("router/rollout.html#rollout-panel", {"rollout": rollout}, request=request)
+        history = render_to_string("router/rollout.html#stage-history",
+                                   {"events": selectors.rollout_events(rollout), "oob": True}, request=request)
+        return HttpResponse(panel + history, status=status)
     return redirect("router:rollout", rollout_id=rollout.pk)
 
 

@@ -78,6 +78,9 @@ def test_rollout_pause_swaps_only_its_card_and_nothing_reaches_the_admin(cast):
     assert response.status_code == 200 and "HX-Redirect" not in response
     assert body.count('id="rollout-panel"') == 1 and body.count("data-status") == 1 and "<html" not in body
     assert "Paused" in body and "Resume" in body and ">Pause<" not in body
+    # The stage history gains the pause: it comes along, swapped out of band.
+    history = body.split('id="stage-history"', 1)[1]
+    assert 'hx-swap-oob="true"' in body and 'data-kind="paused"' in history
     assert _messages(response) == [{"level": "success", "text": "Rollout pause: done."}]
     assert Rollout.objects.get(pk=rollout.pk).status == "paused"
     admin = client.get("/admin/").content.decode()
@@ -138,8 +141,12 @@ def test_rollout_pause_replaces_its_card_in_the_browser(browser_page, cast, widt
     page.set_viewport_size({"width": width, "height": 900})
     login(page, cast.superuser.email, PASSWORD)
     page.goto(f"{page.live_server_url}/router/rollouts/{rollout.pk}/")
+    before = page.locator("#stage-history tr[data-kind]").count()
     page.click("#rollout-panel button:has-text('Pause')")
     page.wait_for_selector("#rollout-panel [data-status]:has-text('Paused')")
+    page.wait_for_selector("#stage-history tr[data-kind=paused]")
+    assert page.locator("#stage-history").count() == 1
+    assert page.locator("#stage-history tr[data-kind]").count() == before + 1
     assert page.locator("#rollout-panel").count() == 1 and page.locator("[data-status]").count() == 1
     assert page.locator("#rollout-panel button:has-text('Resume')").count() == 1
     assert page.locator("#rollout-panel button:has-text('Pause')").count() == 0
