@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.db.models import Count
 from django.utils import timezone
 
+from lindy import tool_registry
 from lindy.counting import capped_count
 from lindy.models import Team
 
@@ -84,7 +85,7 @@ def team_stats(user, *, days: int = 30) -> dict:
         tools = []
         for tool_name, tool in sorted(team["tools"].items()):
             tools.append({
-                "tool": tool_name, "total": tool["total"], "blocked": tool["blocked"], "failures": tool["failures"],
+                "tool": tool_name, "label": tool_registry.label(tool_name), "total": tool["total"], "blocked": tool["blocked"], "failures": tool["failures"],
                 "block_rate": round(100 * tool["blocked"] / tool["total"], 1) if tool["total"] else 0.0,
                 "series": [
                     round(100 * tool["by_day"][d]["blocked"] / tool["by_day"][d]["total"], 1)

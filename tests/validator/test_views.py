@@ -189,6 +189,7 @@ def test_stats_for_team_admins_only(cast, django_assert_max_num_queries):
     assert response.status_code == 200 and "chart.umd.min.js" in html and "block-rate-chart" in html
     assert 'data-tool="pay_invoice"' in html and "100.0 %" in html
     assert 'data-tool="send_email"' in html and "0.0 %" in html
+    assert 'title="pay_invoice">Pay an invoice</td>' in html and '<code>pay_invoice' not in html
     assert 'data-tool="reply_to_user"' not in html  # exempt actions are not validations
     assert "NW-1" not in html and "Northwind" not in html  # counts, never contents
     for who in ("member", "support"):
