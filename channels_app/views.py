@@ -169,7 +169,8 @@ def sms_webhook(request):
     params = {key: request.POST.get(key) for key in request.POST}
     if not sms.verify_webhook(url=_twilio_url(request), params=params,
                               signature=request.headers.get("X-Twilio-Signature")):
-        return HttpResponse("invalid signature", status=403, content_type="text/plain")
+        # 401 like every webhook here: the request did not prove who sent it.
+        return HttpResponse("invalid or missing signature", status=401, content_type="text/plain")
     try:
         services.twilio_inbound_process(params=params)
     except ValueError as exc:
