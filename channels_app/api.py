@@ -49,7 +49,7 @@ def slack_channels(request, page: Query[PageIn]):
     user = request.user
     if not permissions.can_view_channels(user):
         raise Http404("No channels here.")
-    team_channels = (SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(user))
+    team_channels = (SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(user))
                      .order_by("team_id", "name", "pk"))
     shares = selectors.private_shares_for(user)
     return {"team_channels": list(team_channels[page.slice]), "shared_private_channels": list(shares[page.slice]),
@@ -59,7 +59,7 @@ def slack_channels(request, page: Query[PageIn]):
 @router.post("/slack/{channel_id}/team-memory", response=SlackChannelOut, summary="Team admins: feed team memory")
 def team_memory(request, channel_id: int, payload: SwitchIn):
     channel = permissions.get_visible_or_404(
-        SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(request.user)), pk=channel_id
+        SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(request.user)), pk=channel_id
     )
     try:
         return services.slack_team_memory_set(channel=channel, enabled=payload.enabled)
