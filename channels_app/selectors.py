@@ -86,10 +86,8 @@ def active_numbers() -> QuerySet[SendingNumber]:
 def numbers_today(*, page: slice | None = None) -> list[dict]:
     """Every active line (or one page of them) with today's traffic, cap use and its level."""
     day = today()
-    numbers = active_numbers().annotate(user_count=Count("profiles")).order_by("kind", "phone", "pk")
-    if page is not None:
-        numbers = numbers[page]
-    numbers = list(numbers)
+    ordered = active_numbers().annotate(user_count=Count("profiles")).order_by("kind", "phone", "pk")
+    numbers = list(ordered if page is None else ordered[page])
     rows = {r.number_id: r for r in NumberDay.objects.filter(day=day, number__in=[n.pk for n in numbers])}
     result = []
     for number in numbers:
