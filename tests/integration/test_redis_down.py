@@ -291,3 +291,25 @@ def test_recover_with_the_broker_down_leaves_the_run_for_the_next_sweep(cast, re
     sent = []
     monkeypatch.setattr(hydration_tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: sent.append(args[0]))
     assert hydration_services.runs_recover() == [run.pk] and sent == [run.pk]
+
+
+def test_an_eval_run_the_broker_never_got_says_so_instead_of_staying_queued(cast, redis_down, api_for,
+                                                                            django_capture_on_commit_callbacks):
+    from router.models import EvalRun
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_for(cast.superuser).post("/api/router/routes/validator/evals",
+                                                {"target": "offline-rules", "variant": "default"})
+    assert response.status_code == 201, response.content[:300]
+    run = EvalRun.objects.get(pk=response.json()["id"])
+    # Not "queued" forever: no sweep re-queues eval runs, so it says it never started and can be run again.
+    assert run.status == EvalRun.Status.FAILED and "could not be queued" in run.error.lower()
+
+
+def test_a_context_initialization_the_broker_never_got_says_so(cast, redis_down):
+    from drafting.learner import services as learner_services
+    from drafting.learner.models import ContextInit
+
+    init = learner_services.context_init_start(user=cast.member)  # no 500 for the page that asked
+    init.refresh_from_db()
+    assert init.status == ContextInit.Status.FAILED and "could not be queued" in init.error.lower()
