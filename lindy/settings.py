@@ -276,6 +276,12 @@ ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE
 # Samples the guardrail job sends to the judge route per run, per rollout.
 ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
+# A running prompt optimization beats from a thread this often; a heartbeat older than the stale
+# window means its worker died (a redelivery takes over, the recovery sweep queues it again). Worst
+# case from a killed worker to its run queued again: stale + sweep period (45 s), under a minute.
+ROUTER_OPTIMIZE_HEARTBEAT_SECONDS = float(os.environ.get("ROUTER_OPTIMIZE_HEARTBEAT_SECONDS", 10))
+ROUTER_OPTIMIZE_STALE_SECONDS = float(os.environ.get("ROUTER_OPTIMIZE_STALE_SECONDS", 30))
+ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS = int(os.environ.get("ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS", 15))
 # The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
 ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS", 30))
 # The guardrails' always-valid sequential test (router.sequential): the sample size per look
