@@ -233,7 +233,8 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
 
 
 HYDRATE_TASK = "hydration.tasks.hydrate"
-ENQUEUE_FAILED_MESSAGE = ("The task queue could not be reached, so this run never started. Press Run now to try "
+# Also said of a run given back to wait for budget, which had started: its stored items are kept.
+ENQUEUE_FAILED_MESSAGE = ("The task queue could not be reached, so this run is not running. Press Run now to try "
                           "again; the scheduler also re-queues it within minutes once the queue is back.")
 
 
