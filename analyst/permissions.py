@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from lindy.permissions import admin_team_ids, is_superuser
+from lindy.permissions import is_content_staff, workspace_admin_team_ids
 from validator.permissions import can_review_eval_candidates, reviewable_candidates
 
 from .models import TaskScore
@@ -13,15 +13,13 @@ from .models import TaskScore
 __all__ = ["can_review_eval_candidates", "can_view_analyst", "reviewable_candidates", "visible_scores"]
 
 
-def _is_staff(user) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and (user.is_staff or is_superuser(user)))
-
-
+# Scores link to their tasks and quote what the agent did: bodies, so the one rule of
+# lindy.permissions (support staff read none, whatever teams they administer).
 def can_view_analyst(user) -> bool:
-    return _is_staff(user) or bool(admin_team_ids(user))
+    return is_content_staff(user) or bool(workspace_admin_team_ids(user))
 
 
 def visible_scores(user) -> QuerySet[TaskScore]:
-    if _is_staff(user):
+    if is_content_staff(user):
         return TaskScore.objects.all()
-    return TaskScore.objects.filter(team_id__in=admin_team_ids(user))
+    return TaskScore.objects.filter(team_id__in=workspace_admin_team_ids(user))

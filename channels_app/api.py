@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.http import Http404
-from ninja import Field, Router, Schema
+from ninja import Field, Query, Router, Schema
 
 from lindy.api_errors import ApiError
+from lindy.pagination import PageIn
 
 from . import permissions, selectors, services
 from .models import RatioAlert, SlackChannel, SlackChannelShare
@@ -32,8 +33,11 @@ class ShareOut(Schema):
 
 
 class ChannelsOut(Schema):
+    """Each list is one page (`limit`, `offset`); the counts say how many there are in all."""
     team_channels: list[SlackChannelOut]
     shared_private_channels: list[ShareOut]
+    team_channels_count: int
+    shared_private_channels_count: int
 
 
 class SwitchIn(Schema):
@@ -41,18 +45,21 @@ class SwitchIn(Schema):
 
 
 @router.get("/slack", response=ChannelsOut, summary="Slack channels you manage or share with the assistant")
-def slack_channels(request):
+def slack_channels(request, page: Query[PageIn]):
     user = request.user
     if not permissions.can_view_channels(user):
         raise Http404("No channels here.")
-    team_channels = SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(user)).order_by("team_id", "name")
-    return {"team_channels": list(team_channels), "shared_private_channels": list(selectors.private_shares_for(user))}
+    team_channels = (SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(user))
+                     .order_by("team_id", "name", "pk"))
+    shares = selectors.private_shares_for(user)
+    return {"team_channels": list(team_channels[page.slice]), "shared_private_channels": list(shares[page.slice]),
+            "team_channels_count": team_channels.count(), "shared_private_channels_count": shares.count()}
 
 
 @router.post("/slack/{channel_id}/team-memory", response=SlackChannelOut, summary="Team admins: feed team memory")
 def team_memory(request, channel_id: int, payload: SwitchIn):
     channel = permissions.get_visible_or_404(
-        SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(request.user)), pk=channel_id
+        SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(request.user)), pk=channel_id
     )
     try:
         return services.slack_team_memory_set(channel=channel, enabled=payload.enabled)
@@ -131,14 +138,17 @@ class OverOut(Schema):
 
 
 class HealthOut(Schema):
+    """Each list is one page (`limit`, `offset`); the counts say how many there are in all."""
     warn: float
     critical: float
     today: list[NumberHealthOut]
     over_threshold_7d: list[OverOut]
+    today_count: int
+    over_threshold_7d_count: int
 
 
 @router.get("/health", response=HealthOut, summary="Support: send/receive ratio per number (counts only)")
-def health(request):
+def health(request, page: Query[PageIn]):
     from django.conf import settings
 
     if not permissions.can_view_channel_health(request.user):
@@ -146,12 +156,14 @@ def health(request):
     today = [
         {**{k: v for k, v in row.items() if k != "number"}, "number": row["number"].phone,
          "label": row["number"].label, "kind": row["number"].kind}
-        for row in selectors.numbers_today()
+        for row in selectors.numbers_today(page=page.slice)
     ]
+    over_all = selectors.numbers_over_threshold()
     over = [{**{k: v for k, v in row.items() if k != "number"}, "number": row["number"].phone}
-            for row in selectors.numbers_over_threshold()]
+            for row in over_all[page.slice]]
     return {"warn": settings.CHANNELS_RATIO_WARN, "critical": settings.CHANNELS_RATIO_CRITICAL,
-            "today": today, "over_threshold_7d": over}
+            "today": today, "over_threshold_7d": over,
+            "today_count": selectors.active_numbers().count(), "over_threshold_7d_count": len(over_all)}
 
 
 class AlertOut(Schema):

@@ -4,9 +4,18 @@ ratios, never message bodies)."""
 
 from __future__ import annotations
 
-from lindy.permissions import admin_team_ids, can_use_workspace, get_visible_or_404, is_superuser, is_support
+from lindy.permissions import (
+    can_use_workspace,
+    get_visible_or_404,
+    is_superuser,
+    is_support,
+    workspace_admin_team_ids,
+)
 
-__all__ = ["admin_team_ids", "can_text_assistant", "can_view_channel_health", "can_view_channels", "get_visible_or_404"]
+# Team channels and their memory switches go through the one rule (workspace_admin_team_ids): they
+# feed team memory, which support staff never touch, whatever teams they administer.
+__all__ = ["can_text_assistant", "can_view_channel_health", "can_view_channels", "get_visible_or_404",
+           "workspace_admin_team_ids"]
 
 
 def can_view_channel_health(user) -> bool:

@@ -79,12 +79,17 @@ def ratio_series(*, days: int = 14, end: date | None = None) -> dict:
     return {"labels": [d.isoformat() for d in labels], "series": series}
 
 
-def numbers_today() -> list[dict]:
-    """Every active line with today's traffic, cap use and the level it is at."""
+def active_numbers() -> QuerySet[SendingNumber]:
+    return SendingNumber.objects.filter(active=True)
+
+
+def numbers_today(*, page: slice | None = None) -> list[dict]:
+    """Every active line (or one page of them) with today's traffic, cap use and its level."""
     day = today()
-    rows = {r.number_id: r for r in NumberDay.objects.filter(day=day)}
+    ordered = active_numbers().annotate(user_count=Count("profiles")).order_by("kind", "phone", "pk")
+    numbers = list(ordered if page is None else ordered[page])
+    rows = {r.number_id: r for r in NumberDay.objects.filter(day=day, number__in=[n.pk for n in numbers])}
     result = []
-    numbers = SendingNumber.objects.filter(active=True).annotate(user_count=Count("profiles")).order_by("kind", "phone")
     for number in numbers:
         row = rows.get(number.pk)
         sent, received = (row.sent, row.received) if row else (0, 0)

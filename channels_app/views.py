@@ -46,7 +46,7 @@ def slack_install(request):
     """Starts Slack's OAuth flow for a team the signed-in user administers."""
     if not slack_app.configured():
         return _slack_not_configured_page(request)
-    admin_teams = permissions.admin_team_ids(request.user)
+    admin_teams = permissions.workspace_admin_team_ids(request.user)
     try:
         team_id = int(request.GET.get("team") or (sorted(admin_teams)[0] if admin_teams else 0))
     except ValueError:
@@ -169,7 +169,8 @@ def sms_webhook(request):
     params = {key: request.POST.get(key) for key in request.POST}
     if not sms.verify_webhook(url=_twilio_url(request), params=params,
                               signature=request.headers.get("X-Twilio-Signature")):
-        return HttpResponse("invalid signature", status=403, content_type="text/plain")
+        # 401 like every webhook here: the request did not prove who sent it.
+        return HttpResponse("invalid or missing signature", status=401, content_type="text/plain")
     try:
         services.twilio_inbound_process(params=params)
     except ValueError as exc:
@@ -189,7 +190,7 @@ def _require(allowed: bool, what: str) -> None:
 def channel_list(request):
     user = request.user
     _require(permissions.can_view_channels(user), "No channels here.")
-    admin_teams = Team.objects.filter(pk__in=permissions.admin_team_ids(user)).order_by("name")
+    admin_teams = Team.objects.filter(pk__in=permissions.workspace_admin_team_ids(user)).order_by("name")
     context = {
         "team_sections": [{"team": team, "channels": selectors.team_channels(team),
                            "workspaces": _workspaces(team)} for team in admin_teams],
@@ -217,7 +218,7 @@ def _enabled(request) -> bool:
 @require_POST
 def team_memory_toggle(request, channel_id: int):
     channel = permissions.get_visible_or_404(
-        SlackChannel.objects.filter(team_id__in=permissions.admin_team_ids(request.user)), pk=channel_id
+        SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(request.user)), pk=channel_id
     )
     try:
         services.slack_team_memory_set(channel=channel, enabled=_enabled(request))

@@ -47,7 +47,7 @@ class HydrationConfig(AppConfig):
         ))
         schedules.register(schedules.Periodic(
             name="hydration.recover", task="hydration.tasks.recover",
-            every_seconds=settings.HYDRATION_RECOVER_EVERY_SECONDS,
+            every_seconds=settings.HYDRATION_RECOVER_EVERY_SECONDS, previous_every=(30,),
             description="Queues again each running hydration whose worker's heartbeat went quiet (a worker "
                         "killed whole would otherwise hold its run until the broker's 1 h visibility timeout).",
         ))

@@ -233,18 +233,35 @@ def run_trigger(*, filesystem: FileSystem, trigger: str, user=None, enqueue: boo
 
 
 HYDRATE_TASK = "hydration.tasks.hydrate"
-ENQUEUE_FAILED_MESSAGE = ("The task queue could not be reached, so this run never started. Press Run now to try "
+# Also said of a run given back to wait for budget, which had started: its stored items are kept.
+ENQUEUE_FAILED_MESSAGE = ("The task queue could not be reached, so this run is not running. Press Run now to try "
                           "again; the scheduler also re-queues it within minutes once the queue is back.")
 
 
 def _enqueue(run: Run) -> None:
     """Queue the run, or mark it "could not be queued" (not live): a run the broker never got must
     not hold the file system's one live slot, or every later click says "already in progress"."""
-    if queue.enqueue_or_log(HYDRATE_TASK, run.pk):
-        return
-    Run.objects.filter(pk=run.pk, status=Status.QUEUED, attempts=0).update(
-        status=Status.ENQUEUE_FAILED, stage="", finished_at=timezone.now(), error=ENQUEUE_FAILED_MESSAGE)
-    run.refresh_from_db(fields=["status", "stage", "finished_at", "error"])
+    if not run_enqueue(run_id=run.pk):
+        run.refresh_from_db(fields=["status", "stage", "finished_at", "error"])
+
+
+def run_enqueue(*, run_id: int, countdown: float | None = None) -> bool:
+    """Every path that hands a queued run to the broker (Run now, the dispatch tick, the retry sweep,
+    a run given back to wait for budget) goes through here, so a refusal is never only logged: the
+    run is marked ENQUEUE_FAILED at once and runs_enqueue_retry queues it again. Returns whether
+    the broker took it."""
+    if queue.enqueue_or_log(HYDRATE_TASK, run_id, countdown=countdown):
+        return True
+    run_mark_enqueue_failed(run_id=run_id)
+    return False
+
+
+def run_mark_enqueue_failed(*, run_id: int) -> int:
+    """A queued run the broker never got. Only a QUEUED row: one a worker claimed meanwhile (an
+    eager task, a delivery that did arrive) is left as it is."""
+    return Run.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.ENQUEUE_FAILED, stage="", finished_at=timezone.now(), error=ENQUEUE_FAILED_MESSAGE,
+        lease_holder="", lease_task_id="")
 
 
 def runs_enqueue_retry(*, limit: int = 500) -> list[int]:
@@ -578,7 +595,7 @@ def runs_recover(*, now=None, limit: int = 500) -> list[int]:
         if not due.filter(pk=run_id).update(requeued_at=now):
             continue
         try:
-            queue.enqueue("hydration.tasks.hydrate", run_id)
+            queue.enqueue(HYDRATE_TASK, run_id)
         except Exception:
             logger.exception("hydration run %s: could not queue it again; the next sweep will", run_id)
             Run.objects.filter(pk=run_id, requeued_at=now).update(requeued_at=None)
@@ -794,10 +811,10 @@ def _dispatch_batch(now, batch: int) -> tuple[list[int], int]:
 
 
 def _enqueue_runs(run_ids: list[int]) -> None:
-    # One broker hiccup must not leave the rest of the batch unqueued; a run never delivered
-    # loses its lease and is marked interrupted, and its next slot starts it again.
+    # One broker hiccup must not leave the rest of the batch unqueued; a run never delivered is
+    # marked ENQUEUE_FAILED (not left QUEUED under its lease), and the retry sweep queues it again.
     for pk in run_ids:
-        queue.enqueue_or_log("hydration.tasks.hydrate", pk)
+        run_enqueue(run_id=pk)
 
 
 def _runs_create(fs_ids: list[int], now) -> list[Run]:

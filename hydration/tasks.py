@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.exceptions import Reject
 from django.db import OperationalError
 
 from router.budgets import BudgetExhausted
@@ -24,7 +25,14 @@ def hydrate(self, run_id: int) -> str:
     try:
         run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
     except BudgetExhausted as exc:
-        raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
+        try:
+            raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
+        except Reject:
+            # Celery's answer when the retry could not be published (the broker refused it). The
+            # run was given back (QUEUED) for this retry: it must not sit under its lease unsent;
+            # marked, the retry sweep queues it again.
+            services.run_mark_enqueue_failed(run_id=run_id)
+            raise
     return run.status if run else "skipped"
 
 

@@ -74,6 +74,28 @@ def can_use_workspace(user) -> bool:
     return bool(_roles(user)) and not is_support(user)
 
 
+def workspace_team_ids(user) -> list[int]:
+    """The teams whose contents (bodies) the user may read: their teams, through can_use_workspace.
+    Every rule that shows a task, message, memory, draft or action body by team asks this (or the
+    admin variant below), never team_ids / admin_team_ids, so a support account's memberships
+    open nothing."""
+    return team_ids(user) if can_use_workspace(user) else []
+
+
+def workspace_admin_team_ids(user) -> list[int]:
+    """The teams whose contents the user oversees as their admin (members' proposals, eval
+    candidates, task scores, channels feeding memory), through the same rule. admin_team_ids stays
+    for what shows numbers only (usage, costs, decision counts)."""
+    return admin_team_ids(user) if can_use_workspace(user) else []
+
+
+def is_content_staff(user) -> bool:
+    """Django staff who review every team's contents (eval candidates, the analyst's pages);
+    a support account with the staff flag is still support: it reads no bodies."""
+    return bool(getattr(user, "is_authenticated", False) and (user.is_staff or user.is_superuser)
+                and not is_support(user))
+
+
 # Objects.
 
 def visible_tasks(user) -> QuerySet[AgentTask]:

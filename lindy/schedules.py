@@ -2,8 +2,9 @@
 
 Apps register their periodic tasks here (in AppConfig.ready); `sync()` writes them to
 django-celery-beat's tables, idempotently. It runs after every `migrate` and from
-`manage.py sync_schedules`. Entries stay editable in the admin: a sync only creates
-missing entries and never overwrites an interval someone changed by hand.
+`manage.py sync_schedules`. Entries stay editable in the admin: a sync creates missing
+entries and never overwrites an interval someone changed by hand (one still at a previous
+default, `previous_every`, was not: it moves to the new default).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ class Periodic:
     every_seconds: int
     kwargs: dict = field(default_factory=dict)
     description: str = ""
+    # Intervals this entry had by default before: an existing entry still at one of them was never
+    # changed by hand, so sync moves it to every_seconds (a default made faster reaches deployments).
+    previous_every: tuple[int, ...] = ()
 
 
 _REGISTRY: dict[str, Periodic] = {}
@@ -32,14 +36,22 @@ def registered() -> list[Periodic]:
 
 
 def sync() -> list[str]:
-    """Create the beat entries that do not exist yet. Returns the names created."""
+    """Create the beat entries that do not exist yet, and move an entry still at a previous default
+    interval to its current one. Returns the names created."""
     import json
 
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     created = []
     for entry in registered():
-        if PeriodicTask.objects.filter(name=entry.name).exists():
+        existing = PeriodicTask.objects.select_related("interval").filter(name=entry.name).first()
+        if existing is not None:
+            interval = existing.interval
+            if (interval is not None and interval.period == IntervalSchedule.SECONDS
+                    and interval.every in entry.previous_every):
+                existing.interval, _ = IntervalSchedule.objects.get_or_create(
+                    every=entry.every_seconds, period=IntervalSchedule.SECONDS)
+                existing.save(update_fields=["interval"])
             continue
         interval, _ = IntervalSchedule.objects.get_or_create(
             every=entry.every_seconds, period=IntervalSchedule.SECONDS

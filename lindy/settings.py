@@ -276,6 +276,12 @@ ROUTER_ONLINE_EVAL_SAMPLE_RATE = float(os.environ.get("ROUTER_ONLINE_EVAL_SAMPLE
 # Samples the guardrail job sends to the judge route per run, per rollout.
 ROUTER_ONLINE_EVAL_BATCH = int(os.environ.get("ROUTER_ONLINE_EVAL_BATCH", 20))
 ROUTER_GUARDRAIL_EVERY_SECONDS = int(os.environ.get("ROUTER_GUARDRAIL_EVERY_SECONDS", 900))
+# A running prompt optimization beats from a thread this often; a heartbeat older than the stale
+# window means its worker died (a redelivery takes over, the recovery sweep queues it again). Worst
+# case from a killed worker to its run queued again: stale + sweep period (45 s), under a minute.
+ROUTER_OPTIMIZE_HEARTBEAT_SECONDS = float(os.environ.get("ROUTER_OPTIMIZE_HEARTBEAT_SECONDS", 10))
+ROUTER_OPTIMIZE_STALE_SECONDS = float(os.environ.get("ROUTER_OPTIMIZE_STALE_SECONDS", 30))
+ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS = int(os.environ.get("ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS", 15))
 # The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
 ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS", 30))
 # The guardrails' always-valid sequential test (router.sequential): the sample size per look
@@ -396,10 +402,12 @@ HYDRATION_VERIFIER_ROUNDS = int(os.environ.get("HYDRATION_VERIFIER_ROUNDS", 3))
 HYDRATION_ITEM_MAX_TRIES = int(os.environ.get("HYDRATION_ITEM_MAX_TRIES", 3))
 # A running run's worker refreshes its heartbeat this often (a thread, so even a long model call
 # beats); a heartbeat older than the stale window means the worker is dead: a redelivery takes the
-# run over at once, and the recovery sweep (hydration.tasks.recover) queues it again.
+# run over at once, and the recovery sweep (hydration.tasks.recover) queues it again. The worst
+# case from a killed worker to its run queued again is stale + sweep period (45 s): keep it under
+# the minute the issue promises, and the stale window at three beats or more.
 HYDRATION_HEARTBEAT_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_SECONDS", 10))
-HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 60))
-HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 30))
+HYDRATION_HEARTBEAT_STALE_SECONDS = float(os.environ.get("HYDRATION_HEARTBEAT_STALE_SECONDS", 30))
+HYDRATION_RECOVER_EVERY_SECONDS = int(os.environ.get("HYDRATION_RECOVER_EVERY_SECONDS", 15))
 # The dispatch tick: rows claimed per transaction, and at most this many batches per tick
 # (1,000 × 50 per minute is far above the ~23 runs/s of 1,000,000 file systems every 12 h).
 HYDRATION_DISPATCH_BATCH = int(os.environ.get("HYDRATION_DISPATCH_BATCH", 1000))

@@ -12,13 +12,13 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db.models import F, Prefetch
 from django.http import Http404
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Query, Router, Schema, Status
 from ninja.pagination import paginate
 from pydantic import ValidationError as PydanticValidationError
 
 from lindy import json_input
 from lindy.api_errors import ApiError
-from lindy.pagination import BoundedLimitOffset
+from lindy.pagination import BoundedLimitOffset, PageIn
 
 from . import permissions, services
 from .models import EvalRun, PromptVariant, Rollout, RolloutEvent, Route, Target
@@ -379,9 +379,10 @@ def rollout_complete(request, rollout_id: int):
 
 
 @router.get("/targets", response=list[TargetOut], summary="Targets: model, provider, quantization, prices")
-def target_list(request):
+def target_list(request, page: Query[PageIn]):
+    """A list, as it always was, bounded like every other: `limit` and `offset`."""
     _manager(request)
-    return [_target(target) for target in Target.objects.select_related("host").order_by("name")]
+    return [_target(target) for target in Target.objects.select_related("host").order_by("name", "pk")[page.slice]]
 
 
 @router.post("/routes/{route}/evals", response={201: EvalOut},

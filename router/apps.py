@@ -54,7 +54,7 @@ class RouterConfig(AppConfig):
             schedules.Periodic(
                 name="router.optimization_recover",
                 task="router.tasks.optimization_recover",
-                every_seconds=60,
+                every_seconds=settings.ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS, previous_every=(60,),
                 description="Queues again the prompt optimizations whose worker went quiet (they resume from "
                             "their last generation).",
             )

@@ -14,10 +14,12 @@ from lindy.permissions import (
     can_use_workspace,
     can_write_task,
     get_visible_or_404,
+    is_content_staff,
     is_member,
     is_superuser,
     team_for_new_object,
     team_ids,
+    workspace_admin_team_ids,
 )
 
 from .models import Decision, EvalCandidate
@@ -58,17 +60,15 @@ def can_view_eval_matrix(user) -> bool:
     return is_superuser(user)
 
 
-def _is_staff(user) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and user.is_staff)
-
-
 def can_review_eval_candidates(user) -> bool:
-    return is_superuser(user) or _is_staff(user) or bool(admin_team_ids(user))
+    """A candidate carries a decision's history and action arguments: bodies, so the one rule
+    (lindy.permissions: support staff never read them, whatever teams they administer)."""
+    return is_content_staff(user) or bool(workspace_admin_team_ids(user))
 
 
 def reviewable_candidates(user) -> QuerySet[EvalCandidate]:
     """Staff review every team's candidates; a team admin reviews their own teams'."""
-    if is_superuser(user) or _is_staff(user):
+    if is_content_staff(user):
         return EvalCandidate.objects.all()
     # The analyst's drafts copy a decision its user did not propose: only staff see those.
-    return EvalCandidate.objects.filter(team_id__in=admin_team_ids(user), source=EvalCandidate.Source.USER)
+    return EvalCandidate.objects.filter(team_id__in=workspace_admin_team_ids(user), source=EvalCandidate.Source.USER)

@@ -3,6 +3,8 @@ signed inbound webhooks, and what they mean (`webhook_parse`)."""
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from twilio.base.exceptions import TwilioException
 from twilio.http.http_client import TwilioHttpClient
@@ -56,8 +58,13 @@ def send(*, from_phone: str, to_phone: str, body: str) -> str:
     return message.sid
 
 
+# What Twilio sends: the base64 of an HMAC-SHA1 (20 bytes, so 27 characters and one "="). Anything
+# else (empty, non-ASCII, not base64, another length) is a plain no before the validator sees it.
+_SIGNATURE = re.compile(r"[A-Za-z0-9+/]{27}=")
+
+
 def verify_webhook(*, url: str, params: dict, signature: str | None) -> bool:
-    if not settings.TWILIO_AUTH_TOKEN or not signature:
+    if not settings.TWILIO_AUTH_TOKEN or not signature or not _SIGNATURE.fullmatch(signature):
         return False
     return RequestValidator(settings.TWILIO_AUTH_TOKEN).validate(url, params, signature)
 

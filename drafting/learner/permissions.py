@@ -10,9 +10,11 @@ from lindy import permissions as core
 
 
 def can_view_learner(user) -> bool:
-    return bool(getattr(user, "is_authenticated", False)) and bool(core.team_ids(user))
+    # Proposals quote drafts and the user's edits: bodies, so the one rule (core.can_use_workspace).
+    return core.can_use_workspace(user)
 
 
 def visible_proposals(user, queryset: QuerySet) -> QuerySet:
     """The user's own, and every proposal of the teams they administer."""
-    return queryset.filter(Q(user=user, team_id__in=core.team_ids(user)) | Q(team_id__in=core.admin_team_ids(user)))
+    return queryset.filter(Q(user=user, team_id__in=core.workspace_team_ids(user))
+                           | Q(team_id__in=core.workspace_admin_team_ids(user)))

@@ -317,8 +317,19 @@ def context_init_start(*, user, months: int = 3) -> ContextInit:
     if not 1 <= months <= 24:
         raise ValueError("months must be between 1 and 24.")
     init = ContextInit.objects.create(user=user, team=_team_of(user), months=months)
-    queue.enqueue("drafting.tasks.learner_init_fetch", init.pk)
+    _enqueue_step(init, "drafting.tasks.learner_init_fetch")
     return init
+
+
+INIT_ENQUEUE_FAILED = "Could not be queued: the task queue was unreachable. Start the initialization again."
+
+
+def _enqueue_step(init: ContextInit, task_name: str) -> None:
+    """Queue the next step, or mark the initialization failed, saying why: nothing sweeps these, so
+    a step the broker never got must not leave it "fetching" or "composing" for ever."""
+    if not queue.enqueue_or_log(task_name, init.pk):
+        ContextInit.objects.filter(pk=init.pk).update(status=ContextInit.Status.FAILED, error=INIT_ENQUEUE_FAILED,
+                                                      finished_at=timezone.now())
 
 
 def _claim(init_id: int, status: str, task_id: str) -> ContextInit | None:
@@ -362,7 +373,7 @@ def context_init_fetch(*, init_id: int, task_id: str = "") -> int | None:
                                           char_count=sum(len(str(t)) for t in threads))
         init.blob = blob
     _release(init, blob=init.blob, status=ContextInit.Status.COMPOSING, error="")
-    queue.enqueue("drafting.tasks.learner_init_compose", init.pk)
+    _enqueue_step(init, "drafting.tasks.learner_init_compose")
     return init.blob_id
 
 

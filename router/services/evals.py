@@ -261,13 +261,24 @@ EVAL_TASK = "router.tasks.eval_run"
 
 
 def eval_run_start(*, route: Route, target: Target, variant: str = "default", actor=None) -> EvalRun:
-    """Create a run and queue it once the transaction commits (a broker outage leaves it
-    queued; it can be started again with `manage.py run_offline_eval`)."""
+    """Create a run and queue it once the transaction commits (a broker outage marks it failed,
+    saying so; it can be started again)."""
+    run = eval_run_create(route=route, target=target, variant=variant, actor=actor)
+    transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+EVAL_ENQUEUE_FAILED = "Could not be queued: the task queue was unreachable, so this eval never started. Start it again."
+
+
+def _enqueue(run_id: int) -> None:
+    """Queue the run, or say at once that it never started: nothing sweeps queued eval runs, and a
+    run left "queued" would look like it is waiting its turn forever."""
     from lindy import queue
 
-    run = eval_run_create(route=route, target=target, variant=variant, actor=actor)
-    transaction.on_commit(lambda: queue.enqueue_or_log(EVAL_TASK, run.pk))
-    return run
+    if not queue.enqueue_or_log(EVAL_TASK, run_id):
+        EvalRun.objects.filter(pk=run_id, status=EvalRun.Status.QUEUED).update(
+            status=EvalRun.Status.FAILED, error=EVAL_ENQUEUE_FAILED)
 
 
 def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:

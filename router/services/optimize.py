@@ -38,12 +38,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+
+from lindy import heartbeat
 
 from .. import gateway, prompts, routing, variants
 from ..budgets import BudgetExhausted
@@ -62,8 +66,12 @@ MAX_USD, MAX_CALLS, MAX_TOKENS = Decimal("1000"), 100_000, 500_000_000
 MAX_STORED = 5  # Pareto-best candidates stored per run
 MINIBATCH = 3
 MAX_LOG = 200
-# A run whose worker has not written for this long is taken over by the next delivery.
-STALE_SECONDS = 120
+
+
+def _stale_seconds() -> float:
+    """A run whose heartbeat is this old is taken over by the next delivery and queued again by
+    the recovery sweep (settings.ROUTER_OPTIMIZE_STALE_SECONDS)."""
+    return settings.ROUTER_OPTIMIZE_STALE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -327,9 +335,9 @@ def _claim(run_id: int, task_id: str) -> OptimizationRun | None:
         run = OptimizationRun.objects.select_for_update().select_related("route", "target").filter(pk=run_id).first()
         if run is None or not run.is_active:
             return None
-        fresh = run.heartbeat_at and (now - run.heartbeat_at).total_seconds() < STALE_SECONDS
+        fresh = run.heartbeat_at and (now - run.heartbeat_at).total_seconds() < _stale_seconds()
         # The same message redelivered (its worker died) takes over at once; another delivery
-        # waits until the holder has been quiet for STALE_SECONDS.
+        # waits until the holder has been quiet for the stale window.
         if run.status == OptimizationRun.Status.RUNNING and fresh and task_id != run.lease_task_id:
             return None
         run.status, run.attempts, run.heartbeat_at = OptimizationRun.Status.RUNNING, run.attempts + 1, now
@@ -349,12 +357,26 @@ def _finish(run: OptimizationRun, *, status: str, stop_reason: str = "", error: 
 def optimization_run_execute(*, run_id: int, task_id: str = "") -> OptimizationRun | None:
     """Run (or resume) an optimization until its budget is spent. Idempotent: a finished run is
     left alone; a run cut off by a restart resumes from its last stored generation."""
-    import gepa
-    from gepa.strategies.eval_policy import FullEvaluationPolicy
-
     run = _claim(run_id, task_id)
     if run is None:
         return OptimizationRun.objects.filter(pk=run_id).first()
+    # A thread beats while gepa works (one model call may block for minutes): a run whose beats stop
+    # is taken over within the stale window and one sweep period (under a minute).
+    with heartbeat.Beating(settings.ROUTER_OPTIMIZE_HEARTBEAT_SECONDS, partial(_beat, run),
+                           name=f"optimization-heartbeat-{run.pk}"):
+        return _execute(run)
+
+
+def _beat(run: OptimizationRun) -> None:
+    # Only while this delivery still holds the run: a takeover's beats are its own.
+    OptimizationRun.objects.filter(pk=run.pk, status=OptimizationRun.Status.RUNNING, lease_task_id=run.lease_task_id,
+                                   lease_holder=run.lease_holder).update(heartbeat_at=timezone.now())
+
+
+def _execute(run: OptimizationRun) -> OptimizationRun:
+    import gepa
+    from gepa.strategies.eval_policy import FullEvaluationPolicy
+
     owner = _OPTIMIZABLE.get(run.route.name)
     if owner is None:
         return _finish(run, status=OptimizationRun.Status.FAILED,
@@ -471,7 +493,7 @@ def optimization_recover() -> list[int]:
     message unacknowledged for the broker's visibility timeout)."""
     from lindy import queue
 
-    cutoff = timezone.now() - timedelta(seconds=STALE_SECONDS)
+    cutoff = timezone.now() - timedelta(seconds=_stale_seconds())
     stale = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
                  .values_list("pk", flat=True))
     queued = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.QUEUED,

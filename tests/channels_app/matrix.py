@@ -46,7 +46,7 @@ CASES = [
          body={}, json=False),
     # Unsigned provider webhooks: refused for everyone (secrets unset in tests reject all requests).
     Case("channels/imessage/webhook", "POST", "/channels/imessage/webhook", everyone(401), body={"event_type": "message.received"}),
-    Case("channels/sms/webhook", "POST", "/channels/sms/webhook", everyone(403), body={"Body": "hi"}, json=False),
+    Case("channels/sms/webhook", "POST", "/channels/sms/webhook", everyone(401), body={"Body": "hi"}, json=False),
     Case("slack/events", "POST", "/slack/events", everyone(401), body={"type": "event_callback"}),
     Case("slack/install", "GET", "/slack/install", page(404)),
     Case("slack/oauth_redirect", "GET", "/slack/oauth_redirect", everyone(404)),

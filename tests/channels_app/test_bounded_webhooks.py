@@ -44,6 +44,7 @@ def _post_linq(body: bytes, timestamp: str, signature: str):
     ("abc", None), ("nan", None), ("inf", None), ("1e400", None), ("-1", None), ("", None),
     ("١٧٠٠٠٠٠٠٠٠", None),  # Arabic-Indic digits: float() reads them, the sender never signs them
     (None, "ÿÿÿÿ"), (None, "sha256=" + "é" * 64), (None, ""), (None, "0" * 10_000),
+    (None, "a" * 63), (None, "sha256=" + "g" * 64),  # wrong length; not hex
 ])
 def test_malformed_linq_signature_headers_are_401(linq, db, timestamp, signature):
     body = b'{"event_type": "message.received", "event_id": "e1"}'
@@ -84,6 +85,10 @@ def test_signed_linq_body_over_the_size_bound_is_413(linq, db, settings):
     {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "١٧٠٠٠٠٠٠٠٠"},
     {"HTTP_X_SLACK_SIGNATURE": "v0=" + "é" * 64},
     {"HTTP_X_SLACK_SIGNATURE": "nonsense"},
+    {"HTTP_X_SLACK_SIGNATURE": ""},
+    {"HTTP_X_SLACK_REQUEST_TIMESTAMP": ""},
+    {"HTTP_X_SLACK_SIGNATURE": "v0=" + "a" * 63},  # wrong length
+    {"HTTP_X_SLACK_SIGNATURE": "v0=" + "A" * 64},  # not the lower-case hex Slack sends
 ])
 def test_malformed_slack_signature_headers_are_401(cast, slack, headers):
     body, signed_headers = signed_event(member_joined("C0NEW"))
@@ -97,3 +102,34 @@ def test_slack_body_nested_deep_is_400(cast, slack):
     deep = body.replace(b"[[[[[[[[[[]]]]]]]]]]", b"[" * 100 + b"]" * 100)
     response = Client().post("/slack/events", deep, content_type="application/json", **headers)
     assert response.status_code == 400
+
+
+@pytest.fixture
+def twilio(settings):
+    from tests.fakes.twilio_api import FakeTwilio
+
+    with FakeTwilio() as fake:
+        for name, value in fake.settings().items():
+            setattr(settings, name, value)
+        yield fake
+
+
+@pytest.mark.parametrize("signature", [
+    "not*base64!",                     # not base64
+    "c2hvcnQ=",                        # base64, but not the 20 bytes of an HMAC-SHA1
+    "",                                # empty
+    "ÿ" * 28,                          # non-ASCII, the length of a real one
+    None,                              # missing
+    "A" * 27 + "=",                    # well formed and wrong
+])
+def test_malformed_twilio_signature_headers_are_401(cast, twilio, signature):
+    from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
+    from tests.fakes.twilio_api import inbound_params
+
+    line = SendingNumberFactory(phone="+14155550111")
+    TextingProfileFactory(user=cast.member, phone="+16505550001")
+    params = inbound_params(sender="+16505550001", to=line.phone, body="hi")
+    headers = {} if signature is None else {"HTTP_X_TWILIO_SIGNATURE": signature}
+    response = Client().post("/channels/sms/webhook", params, **headers)
+    assert response.status_code == 401, response.content[:200]
+    assert _nothing_stored()

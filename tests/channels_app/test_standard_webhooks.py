@@ -53,7 +53,8 @@ def test_key_rotation_several_signatures_one_good(standard, texter):
 
 @pytest.mark.parametrize("tamper", [
     "secret", "expired", "future", "body", "id", "missing-signature", "missing-id", "missing-all", "not-v1",
-    "not-base64", "no-comma", "nan-timestamp", "today's-scheme",
+    "not-base64", "no-comma", "nan-timestamp", "today's-scheme", "non-ascii", "wrong-length", "empty-signature",
+    "empty-timestamp",
 ])
 def test_bad_missing_or_expired_standard_signatures_get_401_and_store_nothing(standard, texter, tamper):
     profile, line = texter
@@ -81,6 +82,14 @@ def test_bad_missing_or_expired_standard_signatures_get_401_and_store_nothing(st
         headers["HTTP_WEBHOOK_SIGNATURE"] = "v1,not*base64!"
     elif tamper == "no-comma":
         headers["HTTP_WEBHOOK_SIGNATURE"] = "garbage"
+    elif tamper == "non-ascii":
+        headers["HTTP_WEBHOOK_SIGNATURE"] = "v1," + "ÿ" * 44
+    elif tamper == "wrong-length":
+        headers["HTTP_WEBHOOK_SIGNATURE"] = "v1,c2hvcnQ="
+    elif tamper == "empty-signature":
+        headers["HTTP_WEBHOOK_SIGNATURE"] = ""
+    elif tamper == "empty-timestamp":
+        headers["HTTP_WEBHOOK_TIMESTAMP"] = ""
     elif tamper == "nan-timestamp":
         headers["HTTP_WEBHOOK_TIMESTAMP"] = "nan"
     else:  # signed the other way: this provider is configured for Standard Webhooks

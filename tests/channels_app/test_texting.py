@@ -154,17 +154,17 @@ def test_sms_inbound_with_twilio_signature(cast, twilio, sms_line):
     assert InboundMessage.objects.count() == 1
 
 
-def test_bad_twilio_signatures_get_403(cast, twilio, sms_line):
+def test_bad_twilio_signatures_get_401(cast, twilio, sms_line):
     TextingProfileFactory(user=cast.member, phone="+16505550001")
     params = inbound_params(sender="+16505550001", to=sms_line.phone, body="hi")
-    assert post_twilio(params, token="wrong-token").status_code == 403
-    assert post_twilio(params, url="http://evil.example/channels/sms/webhook").status_code == 403
-    assert Client().post(SMS_URL, params).status_code == 403
+    assert post_twilio(params, token="wrong-token").status_code == 401
+    assert post_twilio(params, url="http://evil.example/channels/sms/webhook").status_code == 401
+    assert Client().post(SMS_URL, params).status_code == 401
     sig = twilio_api.signature("http://testserver" + SMS_URL, params)
     tampered = dict(params, Body="send money")
-    assert Client().post(SMS_URL, tampered, HTTP_X_TWILIO_SIGNATURE=sig).status_code == 403
+    assert Client().post(SMS_URL, tampered, HTTP_X_TWILIO_SIGNATURE=sig).status_code == 401
     with override_settings(TWILIO_AUTH_TOKEN=""):
-        assert post_twilio(params).status_code == 403
+        assert post_twilio(params).status_code == 401
     assert not InboundMessage.objects.exists()
 
 

@@ -8,6 +8,7 @@ import socket
 import time
 
 import pytest
+from celery.exceptions import Reject
 from django.test import Client, override_settings
 from kombu import pools as kombu_pools
 
@@ -221,3 +222,94 @@ def test_following_a_suggestion_with_the_broker_down_changes_nothing(cast, redis
     assert "task queue is unreachable" in response.content.decode()
     decision.refresh_from_db()
     assert decision.status == "blocked" and decision.task.events.count() == events
+
+
+def test_a_scheduled_run_the_broker_never_got_is_marked_and_the_sweep_queues_it(cast, redis_down, monkeypatch,
+                                                                                django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hydration.models import Schedule
+
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    hydration_services.schedule_ensure(filesystem_id=fs.pk)
+    Schedule.objects.filter(filesystem=fs).update(next_run_at=timezone.now() - timedelta(minutes=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        created = hydration_services.schedule_dispatch()
+    run = Run.objects.get(pk__in=created, filesystem=fs)
+    # Not left queued under its 30-minute lease: "Run now" must not answer "already in progress".
+    assert run.status == Run.Status.ENQUEUE_FAILED and not run.is_active
+    again, fresh = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
+    assert fresh
+    again.delete()
+    # The broker is back: the next dispatch tick queues it.
+    sent = []
+    monkeypatch.setattr(hydration_tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: sent.append(args[0]))
+    with django_capture_on_commit_callbacks(execute=True):
+        hydration_tasks.dispatch_due()
+    run.refresh_from_db()
+    assert run.status == Run.Status.QUEUED and run.pk in sent
+
+
+def test_a_run_waiting_for_budget_that_cannot_be_queued_again_is_marked(cast, redis_down):
+    from router.budgets import BudgetExhausted
+
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
+    Run.objects.filter(pk=run.pk).update(attempts=1, stage="Waiting for the model provider's budget")
+
+    def out_of_budget(*, run_id, task_id=""):
+        raise BudgetExhausted("anthropic", retry_after=5)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hydration_services, "run_execute", out_of_budget)
+        # A delivery from the broker (not eager, not called directly): retry() publishes again.
+        hydration_tasks.hydrate.push_request(id="task-1", called_directly=False, retries=0, args=[run.pk], kwargs={})
+        try:
+            with pytest.raises(Reject):  # Celery's wrapping of the broker's refusal
+                hydration_tasks.hydrate.run(run.pk)
+        finally:
+            hydration_tasks.hydrate.pop_request()
+    run.refresh_from_db()
+    assert run.status == Run.Status.ENQUEUE_FAILED and not run.is_active
+
+
+def test_recover_with_the_broker_down_leaves_the_run_for_the_next_sweep(cast, redis_down, monkeypatch):
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.utils import timezone
+
+    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
+    quiet = timezone.now() - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS + 5)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, attempts=1, started_at=quiet, heartbeat_at=quiet)
+    assert hydration_services.runs_recover() == []
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.requeued_at is None
+    sent = []
+    monkeypatch.setattr(hydration_tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: sent.append(args[0]))
+    assert hydration_services.runs_recover() == [run.pk] and sent == [run.pk]
+
+
+def test_an_eval_run_the_broker_never_got_says_so_instead_of_staying_queued(cast, redis_down, api_for,
+                                                                            django_capture_on_commit_callbacks):
+    from router.models import EvalRun
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_for(cast.superuser).post("/api/router/routes/validator/evals",
+                                                {"target": "offline-rules", "variant": "default"})
+    assert response.status_code == 201, response.content[:300]
+    run = EvalRun.objects.get(pk=response.json()["id"])
+    # Not "queued" forever: no sweep re-queues eval runs, so it says it never started and can be run again.
+    assert run.status == EvalRun.Status.FAILED and "could not be queued" in run.error.lower()
+
+
+def test_a_context_initialization_the_broker_never_got_says_so(cast, redis_down):
+    from drafting.learner import services as learner_services
+    from drafting.learner.models import ContextInit
+
+    init = learner_services.context_init_start(user=cast.member)  # no 500 for the page that asked
+    init.refresh_from_db()
+    assert init.status == ContextInit.Status.FAILED and "could not be queued" in init.error.lower()

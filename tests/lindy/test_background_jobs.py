@@ -61,3 +61,23 @@ def test_heartbeat_shows_on_healthz(client):
     heartbeat()
     body = client.get("/healthz").json()
     assert body["database"] == "ok" and body["cache"] == "ok" and body["last_beat"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, old", [("hydration.recover", 30), ("router.optimization_recover", 60)])
+def test_sync_moves_an_entry_still_at_an_old_default_to_the_new_one(name, old):
+    """A deployment migrated before the sweep got faster keeps its beat entry: sync moves it to the new
+    default (recovery within a minute), while an interval someone chose by hand stays."""
+    from django_celery_beat.models import IntervalSchedule
+
+    new = next(e.every_seconds for e in schedules.registered() if e.name == name)
+    task = PeriodicTask.objects.get(name=name)
+    task.interval, _ = IntervalSchedule.objects.get_or_create(every=old, period=IntervalSchedule.SECONDS)
+    task.save()
+    schedules.sync()
+    assert PeriodicTask.objects.get(name=name).interval.every == new < old
+    task = PeriodicTask.objects.get(name=name)
+    task.interval, _ = IntervalSchedule.objects.get_or_create(every=45, period=IntervalSchedule.SECONDS)
+    task.save()
+    schedules.sync()
+    assert PeriodicTask.objects.get(name=name).interval.every == 45

@@ -145,3 +145,64 @@ def test_a_backslash_before_u0000_is_just_text(cast, api_for):
     response = api_for(cast.member).post("/api/tasks", {"title": "C:\\u0000 is a path"})
     assert response.status_code == 201, response.content[:300]
     assert AgentTask.objects.get().title == "C:\\u0000 is a path"
+
+
+# Lists inside an object (and bare lists kept for their clients) take the same bounds: each list
+# is one page, and the object says how many there are in all.
+OBJECT_LISTS = [("/api/channels/slack", "admin"), ("/api/channels/health", "support"), ("/api/router/targets", "superuser")]
+
+
+@pytest.mark.parametrize("path, who", OBJECT_LISTS)
+@pytest.mark.parametrize("params", OUT_OF_RANGE, ids=lambda p: "&".join(f"{k}={v}" for k, v in p.items()))
+def test_object_lists_refuse_out_of_range_pages_with_422(cast, api_for, path, who, params):
+    response = api_for(getattr(cast, who)).get(path, **params)
+    assert response.status_code == 422, (path, params, response.content[:300])
+    assert next(iter(params)) in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path, who", OBJECT_LISTS)
+def test_object_lists_serve_the_largest_allowed_page(cast, api_for, path, who):
+    response = api_for(getattr(cast, who)).get(path, limit=MAX_LIMIT, offset=MAX_OFFSET)
+    assert response.status_code == 200, response.content[:300]
+
+
+def test_slack_channels_are_one_page_with_their_counts(cast, api_for):
+    from channels_app.models import SlackChannelShare
+    from tests.channels_app.factories import SlackChannelFactory
+
+    for name in ("alpha", "bravo", "charlie"):
+        SlackChannelFactory(team=cast.team, name=name)
+    for name in ("p-one", "p-two"):
+        SlackChannelShare.objects.create(channel=SlackChannelFactory(team=cast.team, name=name, is_private=True),
+                                         user=cast.admin)
+    api = api_for(cast.admin)
+    body = api.get("/api/channels/slack", limit=2).json()
+    assert len(body["team_channels"]) == 2 and body["team_channels_count"] == 5
+    assert len(body["shared_private_channels"]) == 2 and body["shared_private_channels_count"] == 2
+    rest = api.get("/api/channels/slack", limit=2, offset=4).json()
+    assert len(rest["team_channels"]) == 1 and rest["shared_private_channels"] == []
+
+
+def test_channel_health_is_one_page_with_its_counts(cast, api_for):
+    from django.utils import timezone
+
+    from channels_app.models import NumberDay
+    from tests.channels_app.factories import SendingNumberFactory
+
+    for i in range(3):
+        number = SendingNumberFactory(phone=f"+1312555010{i}")
+        NumberDay.objects.create(number=number, day=timezone.localdate(), sent=50 + i, received=2)
+    api = api_for(cast.support)
+    body = api.get("/api/channels/health", limit=2).json()
+    assert len(body["today"]) == 2 and body["today_count"] >= 3
+    assert len(body["over_threshold_7d"]) == 2 and body["over_threshold_7d_count"] == 3
+    assert body["over_threshold_7d"][0]["number"] == "+13125550102"  # worst first, across pages
+    last = api.get("/api/channels/health", limit=2, offset=2).json()
+    assert [row["number"] for row in last["over_threshold_7d"]] == ["+13125550100"]
+
+
+def test_targets_list_is_bounded_and_stays_a_list(cast, api_for):
+    api = api_for(cast.superuser)
+    every = api.get("/api/router/targets").json()
+    assert isinstance(every, list) and len(every) >= 2
+    assert [t["name"] for t in api.get("/api/router/targets", limit=1, offset=1).json()] == [every[1]["name"]]

@@ -58,13 +58,26 @@ def test_every_url_is_in_the_matrix():
     assert not missing, f"Add these URLs to the role matrix: {missing}"
 
 
+def _support_admin(cast):
+    """A support user who is also an admin of the cast's team (made once per test)."""
+    from tests.factories import UserFactory
+
+    if getattr(cast, "support_admin", None) is None:
+        cast.support_admin = UserFactory(email="support-admin@lindy.example", is_support=True)
+        services.membership_set(team=cast.team, user=cast.support_admin, role=Membership.Role.ADMIN)
+    return cast.support_admin
+
+
 def _client(cast, role: str) -> Client:
     if role == "anonymous":
         return Client()
-    user = {
-        "member": cast.member, "admin": cast.admin, "outsider": cast.other_admin,
-        "support": cast.support, "superuser": cast.superuser,
-    }[role]
+    if role == "support_admin":
+        user = _support_admin(cast)
+    else:
+        user = {
+            "member": cast.member, "admin": cast.admin, "outsider": cast.other_admin,
+            "support": cast.support, "superuser": cast.superuser,
+        }[role]
     _, token = services.api_token_create(user=user)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     client.force_login(user)
@@ -155,3 +168,37 @@ def test_support_staff_in_a_team_never_read_bodies(cast, role):
         # A list answers an empty list (200); everything else is absent (404).
         expected = (200, 404) if path in LISTS else (404,)
         assert refused.status_code in expected and body not in refused.content.decode(), (path, refused.status_code)
+
+
+# What a team admin reviews carries bodies too: an eval candidate (a decision's history and action
+# arguments) and the analyst's scores (what the agent did). The admin reads them; a support user who
+# is also an admin of the same team reads none (the one rule: lindy.permissions.workspace_admin_team_ids).
+@pytest.mark.django_db
+def test_support_staff_who_administer_a_team_never_read_what_admins_review(cast):
+    from analyst.models import TaskScore
+    from tests.validator.matrix import candidate
+
+    candidate_id = candidate(cast)
+    task = _scored_task(cast)
+    TaskScore.objects.create(team=cast.team, task=task, from_seq=1, through_seq=1, score=0.2, did_what_asked=0.0,
+                             summary="Wired the money to the supplier nobody asked for.")
+    admin, support_admin = _client(cast, "admin"), _client(cast, "support_admin")
+    reads = {
+        "/validator/evals/candidates/": "NW-1",
+        "/analyst/": "Wired the money",
+    }
+    for path, body in reads.items():
+        seen = admin.get(path)
+        assert seen.status_code == 200 and body in seen.content.decode(), path
+        refused = support_admin.get(path)
+        assert refused.status_code == 404 and body not in refused.content.decode(), (path, refused.status_code)
+    review = support_admin.post(f"/validator/evals/candidates/{candidate_id}/review/", {"verdict": "accept"})
+    assert review.status_code == 404
+
+
+def _scored_task(cast):
+    from tests.factories import AgentTaskFactory, TaskEventFactory
+
+    task = AgentTaskFactory(team=cast.team, owner=cast.member)
+    TaskEventFactory(task=task, content="Pay the supplier.")
+    return task

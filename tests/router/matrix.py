@@ -26,9 +26,10 @@ ROLLOUT_API = api(403, superuser=200)
 
 CASES = [
     # The product's routing is for superusers; team admins are sent to their own team's model use.
-    Case("router/", "GET", "/router/", page(404, admin=302, outsider=302, superuser=200)),
-    Case("router/costs/", "GET", "/router/costs/", TEAM_ADMIN_PAGE),
-    Case("router/my-model/", "GET", "/router/my-model/", page(200, support=404)),
+    # Usage and routing are numbers, not bodies: a support user who administers a team sees its usage.
+    Case("router/", "GET", "/router/", page(404, admin=302, outsider=302, superuser=200, support_admin=302)),
+    Case("router/costs/", "GET", "/router/costs/", {**TEAM_ADMIN_PAGE, "support_admin": 200}),
+    Case("router/my-model/", "GET", "/router/my-model/", page(200, support=404, support_admin=200)),
     Case("router/targets/", "GET", "/router/targets/", SUPERUSER_PAGE),
     Case("router/targets/new/", "POST", "/router/targets/new/", MANAGER_POST, json=False),
     Case("router/providers/new/", "POST", "/router/providers/new/", MANAGER_POST, json=False),
@@ -50,7 +51,8 @@ CASES = [
          json=False),
     Case("router/optimizations/<int:run_id>/", "GET", lambda cast: f"/router/optimizations/{optimization_id(cast)}/",
          SUPERUSER_PAGE),
-    Case("api/router/routes", "GET", "/api/router/routes", api(404, admin=200, outsider=200, superuser=200)),
+    Case("api/router/routes", "GET", "/api/router/routes",
+         api(404, admin=200, outsider=200, superuser=200, support_admin=200)),
     Case("api/router/routes/<route>/assignment", "GET",
          lambda cast: f"/api/router/routes/agent/assignment?user_id={cast.member.pk}", api(404, member=200, superuser=200)),
     Case("api/router/calls/<call_id>/scores", "POST", "/api/router/calls/999999/scores", api(404),

@@ -167,3 +167,26 @@ def test_the_button_refuses_a_bad_budget_with_a_400_and_records_nothing(validato
         "budget_calls": "10", "budget_tokens": "10"})
     assert response.status_code == 400 and not OptimizationRun.objects.exists()
     assert client_for(cast.admin).post("/router/routes/validator/optimizations/", {}).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread writes through its own connection
+def test_a_running_optimization_beats_while_one_call_blocks(settings, monkeypatch):
+    import time
+
+    import gepa
+
+    settings.ROUTER_OPTIMIZE_HEARTBEAT_SECONDS = 0.05
+    run = services.optimization_run_create(route=route("validator"), target=Target.objects.get(name="offline-rules"),
+                                           budget_usd="1", budget_calls=50)
+    seen = []
+
+    def one_long_call(**kwargs):  # gepa blocked on one model call: no write of the run's own
+        before = OptimizationRun.objects.get(pk=run.pk).heartbeat_at
+        time.sleep(0.5)
+        seen.append((before, OptimizationRun.objects.get(pk=run.pk).heartbeat_at))
+        raise RuntimeError("stopped by the test")
+
+    monkeypatch.setattr(gepa, "optimize", one_long_call)
+    services.optimization_run_execute(run_id=run.pk, task_id="task-1")
+    (before, after), = seen
+    assert after > before  # beaten while the call blocked: its worker is alive, nobody takes it over

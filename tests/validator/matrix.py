@@ -43,15 +43,18 @@ CASES = [
     Case("validator/decisions/<int:decision_id>/propose-eval/", "POST",
          lambda c: f"/validator/decisions/{authorized_decision(c).pk}/propose-eval/", page(404, member=302),
          body={"expected": "allow"}, json=False),
-    Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200)),
+    # Counts, never contents: a support user who administers a team sees them (not its decisions).
+    Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200, support_admin=200)),
     # The eval matrix is for ops; candidates for staff and team admins (their own teams' only).
     Case("validator/evals/", "GET", "/validator/evals/", SUPERUSER_PAGE),
     Case("validator/cache/", "GET", "/validator/cache/", SUPERUSER_PAGE),
     Case("validator/evals/run/", "POST", "/validator/evals/run/", page(404, superuser=302),
          body={"offline_only": "1"}, json=False),
-    Case("validator/evals/candidates/", "GET", "/validator/evals/candidates/", TEAM_ADMIN_PAGE),
+    # A candidate shows a decision's history and arguments: a support user who is also a team admin
+    # reviews none (lindy.permissions.workspace_admin_team_ids).
+    Case("validator/evals/candidates/", "GET", "/validator/evals/candidates/", {**TEAM_ADMIN_PAGE, "support_admin": 404}),
     Case("validator/evals/candidates/<int:candidate_id>/review/", "POST",
-         lambda c: f"/validator/evals/candidates/{candidate(c)}/review/", page(404, admin=302, superuser=302),
+         lambda c: f"/validator/evals/candidates/{candidate(c)}/review/", page(404, admin=302, superuser=302, support_admin=404),
          body={"decision": "reject"}, json=False),
     Case("validator/outbox/", "GET", "/validator/outbox/", page(200, support=404, superuser=404)),
     Case("api/validator/check", "POST", "/api/validator/check", api(200, support=404, superuser=404), body=CHECK_BODY),

@@ -1,0 +1,46 @@
+"""A heartbeat for a long job: while the block runs, a daemon thread calls `beat()` every
+`interval` seconds, so even a model call that blocks for minutes keeps the job's row fresh. A
+heartbeat that stops means the worker died: the job's recovery sweep may take it over after a
+stale window of a few beats, instead of waiting for a lease measured in model-call timeouts.
+
+    with heartbeat.Beating(10, lambda: Job.objects.filter(pk=pk).update(heartbeat_at=timezone.now())):
+        ...long work...
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+
+class Beating:
+    def __init__(self, interval: float, beat: Callable[[], object], name: str = "heartbeat"):
+        self.interval, self.beat, self.name = interval, beat, name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Beating:
+        if self.interval > 0:  # 0 turns it off (the job's own writes are its only heartbeat)
+            self._thread = threading.Thread(target=self._run, daemon=True, name=self.name)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.beat()
+                except Exception:  # a missed beat is logged; the next one may get through
+                    logger.exception("%s: a beat failed", self.name)
+        finally:
+            connection.close()  # the thread's own database connection
