@@ -116,6 +116,7 @@ def page_urls(fs) -> dict[str, str]:
         "search": f"/memory/{fs.pk}/?q=file-0421",
         "file": f"/memory/{fs.pk}/files/{path_for(42)}",
         "index file": f"/memory/{fs.pk}/files/index.md",
+        "master file": f"/memory/{fs.pk}/files/master.md",
         "file history": f"/memory/{fs.pk}/history/{path_for(1)}",
         "revisions": f"/memory/{fs.pk}/revisions/",
         "revision": f"/memory/{fs.pk}/revisions/{revision.pk}/",
@@ -152,7 +153,7 @@ def report(files: int, runs: int) -> str:
     lines = [
         f"Memory bench: {verifier['files']} files, median of {runs} runs",
         f"  build (one revision through changes_apply): {build_seconds:.2f} s",
-        f"  verifier, recounting every file:            {1000 * verifier['verify_recount_s']:.1f} ms",
+        f"  verifier, every file against its budget:    {1000 * verifier['verify_recount_s']:.1f} ms",
         f"  verifier, stored token counts:              {1000 * verifier['verify_stored_counts_s']:.1f} ms",
         f"  live status (2 queries + verifier):         {1000 * verifier['status_with_queries_s']:.1f} ms",
         "",

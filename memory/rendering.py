@@ -7,7 +7,11 @@ right after a line of text is a list, as people (and models) write it."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+
 import nh3
+from django.core.cache import cache
 from django.urls import reverse
 from markdown_it import MarkdownIt
 
@@ -20,7 +24,11 @@ TAGS = {
 }
 ATTRIBUTES = {"a": {"href", "title"}, "abbr": {"title"}, "td": {"align"}, "th": {"align"}}
 SCHEMES = {"http", "https", "mailto"}
-
+# Part of every cache key: raise it when the rendering rules change, so no page shows HTML made
+# under the old ones.
+RULES_VERSION = 1
+CACHE_SECONDS = 7 * 24 * 3600
+logger = logging.getLogger(__name__)
 
 
 def _parser() -> MarkdownIt:
@@ -53,3 +61,24 @@ def render_markdown(text: str, *, fs_id: int | None = None) -> str:
         html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=SCHEMES, link_rel="noopener noreferrer nofollow",
         attribute_filter=rewrite, strip_comments=True,
     )
+
+
+def render_file(text: str, *, fs_id: int) -> str:
+    """A file's page HTML, rendered once per text and kept in the cache: an index of thousands of
+    links costs a markdown pass of a quarter of a second, and it is read far more than written.
+    The key is the text's hash and the file system (its links point at that file system's pages),
+    so any edit is a new key and nothing stale is ever served."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    key = f"memory:html:{RULES_VERSION}:{fs_id}:{digest}"
+    try:
+        html = cache.get(key)
+    except Exception:  # the cache is an optimisation: an outage costs speed, never the page
+        logger.warning("memory cache unavailable", exc_info=True)
+        html = None
+    if html is None:
+        html = render_markdown(text, fs_id=fs_id)
+        try:
+            cache.set(key, html, CACHE_SECONDS)
+        except Exception:
+            logger.warning("memory cache unavailable", exc_info=True)
+    return html

@@ -29,7 +29,7 @@ from . import blame, diff_html, diffs, permissions, portable, selectors, service
 from .context import context_for
 from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
-from .rendering import render_markdown
+from .rendering import render_file, render_markdown
 
 TREE_PAGE_SIZE = 50
 HISTORY_PAGE_SIZE = 10  # each change shows its diff: ten keep the page light on a phone
@@ -185,7 +185,7 @@ def file_view(request, fs_id, path):
         lines = blame.blame_file(fs, item)
         context.update({"lines": lines, "own_lines": sum(1 for line in lines if line.author_kind == blame.USER)})
     else:
-        context["html"] = render_markdown(item.content, fs_id=fs.pk)
+        context["html"] = render_file(item.content, fs_id=fs.pk)
     return render(request, "memory/file.html", context)
 
 

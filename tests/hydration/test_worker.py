@@ -118,7 +118,7 @@ def test_a_whole_worker_killed_mid_run_is_resumed_by_the_next_worker_within_a_mi
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     celery_worker_process.start()
     available = time.monotonic()
-    queue.enqueue("hydration.tasks.recover")  # what beat does every 30 s
+    queue.enqueue("hydration.tasks.recover")  # what beat does every 15 s
     while time.monotonic() < available + 60:
         run.refresh_from_db()
         if not run.is_active:
