@@ -33,7 +33,18 @@ def task_score_queue(*, task_id: int, call_ids: Iterable[int] = (), stopped: str
     if through is None:
         return
     ids = [int(i) for i in call_ids if i]
-    transaction.on_commit(lambda: queue.enqueue_or_log(SCORE_TASK, task_id, through, ids, stopped))
+
+    def send() -> None:
+        if queue.enqueue_or_log(SCORE_TASK, task_id, through, ids, stopped, then="the run is scored in place"):
+            return
+        # The broker refused it. Nothing else records that a run ended (a task with new events may
+        # as well be waiting for its run), so no sweep could find this one later: score it here.
+        try:
+            task_score(task_id=task_id, through_seq=through, call_ids=ids, stopped=stopped)
+        except Exception:
+            logger.exception("task %s: the run could not be queued for its score, nor scored in place", task_id)
+
+    transaction.on_commit(send)
 
 
 def _assessment(completion) -> dict | None:

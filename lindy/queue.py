@@ -35,17 +35,18 @@ def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
         task.apply_async(args, countdown=countdown)
 
 
-def enqueue_or_log(task_name: str, *args, countdown: float | None = None) -> bool:
+def enqueue_or_log(task_name: str, *args, countdown: float | None = None,
+                   then: str = "its recovery sweep will") -> bool:
     """For work whose input is already stored: a broker hiccup must not fail the caller (a webhook
-    would make the provider retry a message we have). A recovery sweep queues whatever is due.
-    Returns whether the task was queued."""
+    would make the provider retry a message we have). A recovery sweep queues whatever is due;
+    `then` says what happens instead, for the log. Returns whether the task was queued."""
     try:
         enqueue(task_name, *args, countdown=countdown)
     except outages.BROKER_ERRORS as exc:
-        outages.report_down("broker", f"could not queue {task_name}; its recovery sweep will", exc)
+        outages.report_down("broker", f"could not queue {task_name}; {then}", exc)
         return False
     except Exception:
-        logger.exception("could not queue %s%s; the recovery sweep will", task_name, args)
+        logger.exception("could not queue %s%s; %s", task_name, args, then)
         return False
     outages.report_up("broker")
     return True

@@ -56,7 +56,7 @@ def test_a_finished_task_gets_a_score_fed_to_the_router_on_every_call_of_its_run
 
 def test_the_loop_queues_the_score_with_its_own_calls(cast, django_capture_on_commit_callbacks, monkeypatch):
     queued = []
-    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: queued.append((name, args)))
+    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: queued.append((name, args)) or True)
     task = _task(cast, ("user", "", "Send an email to jane@initech.test saying hello."))
     with django_capture_on_commit_callbacks(execute=True):
         result = agent_loop.run(task)

@@ -313,3 +313,18 @@ def test_a_context_initialization_the_broker_never_got_says_so(cast, redis_down)
     init = learner_services.context_init_start(user=cast.member)  # no 500 for the page that asked
     init.refresh_from_db()
     assert init.status == ContextInit.Status.FAILED and "could not be queued" in init.error.lower()
+
+
+def test_a_finished_run_is_scored_in_place_when_the_broker_refuses_its_score(cast, redis_down,
+                                                                            django_capture_on_commit_callbacks):
+    from agent import loop as agent_loop
+    from analyst.models import ScoredCall, TaskScore
+    from lindy import services as lindy_services
+
+    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="Hello")
+    lindy_services.task_event_add(task=task, actor="user", name="", content="Send an email to jane@initech.test saying hi.")
+    with django_capture_on_commit_callbacks(execute=True):
+        result = agent_loop.run(task)
+    score = TaskScore.objects.get(task=task)
+    assert score.through_seq == task.events.order_by("-seq").first().seq and score.stopped == result.stopped
+    assert set(ScoredCall.objects.filter(task_score=score).values_list("route", flat=True)) == {"agent", "validator"}
