@@ -190,3 +190,91 @@ def test_a_running_optimization_beats_while_one_call_blocks(settings, monkeypatc
     services.optimization_run_execute(run_id=run.pk, task_id="task-1")
     (before, after), = seen
     assert after > before  # beaten while the call blocked: its worker is alive, nobody takes it over
+
+
+# A whole worker restarted (its message unacknowledged until the broker's visibility timeout): the
+# recovery sweep and the claim decide who runs the run, and the next delivery resumes it.
+
+
+class WorkerKilled(BaseException):  # noqa: N818 - like a SIGKILL: no `except Exception` stops it
+    """Stands for the worker dying right after gepa stored a generation."""
+
+
+def _killed_after_generation(validator, monkeypatch, generation=2) -> OptimizationRun:
+    original = optimize.Progress.on_state_saved
+
+    def saved_then_killed(self, event):
+        original(self, event)
+        if event["iteration"] >= generation:
+            raise WorkerKilled
+
+    monkeypatch.setattr(optimize.Progress, "on_state_saved", saved_then_killed)
+    run = services.optimization_run_create(route=validator, target=Target.objects.get(name="offline-rules"),
+                                           budget_usd="1", budget_calls=400)
+    with pytest.raises(WorkerKilled):
+        services.optimization_run_execute(run_id=run.pk, task_id="t1")
+    monkeypatch.setattr(optimize.Progress, "on_state_saved", original)
+    run.refresh_from_db()
+    assert (run.status, run.lease_task_id, run.attempts) == ("running", "t1", 1)
+    assert run.state and run.generation >= generation
+    return run
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    sent = []
+    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: sent.append((name, args)) or True)
+    return sent
+
+
+def test_a_run_with_a_fresh_heartbeat_is_not_requeued_nor_taken_over(validator, monkeypatch, queued, settings):
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = _killed_after_generation(validator, monkeypatch)
+    assert optimize.optimization_recover() == [] and queued == []
+    # Another delivery (another task id) while the holder still beats: it leaves the run alone.
+    other = services.optimization_run_execute(run_id=run.pk, task_id="t2")
+    assert (other.status, other.lease_task_id, other.attempts, other.generation) == (
+        "running", "t1", 1, run.generation)
+    assert optimize._claim(run.pk, "t3") is None
+    assert not PromptVariant.objects.filter(optimization=run).exists()
+
+
+def test_a_stale_run_is_swept_and_the_next_delivery_resumes_it_from_its_saved_generation(
+        validator, monkeypatch, queued, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = _killed_after_generation(validator, monkeypatch)
+    killed_at = run.generation
+    OptimizationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
+    assert optimize.optimization_recover() == [run.pk]
+    assert queued == [(optimize.OPTIMIZE_TASK, (run.pk,))]
+    done = services.optimization_run_execute(run_id=run.pk, task_id="t2")
+    assert done.status == "done", (done.error, done.log)
+    assert (done.attempts, done.lease_task_id) == (2, "t2")
+    lines = [line["text"] for line in done.log]
+    assert sum(text.startswith("Started:") for text in lines) == 1
+    resumed = [text for text in lines if text.startswith("Resumed at generation")]
+    assert resumed == [f"Resumed at generation {killed_at} (attempt 2)."]
+    assert done.generation > killed_at and done.spent_calls <= 400
+    assert PromptVariant.objects.filter(optimization=done).exists()
+    # Finished: the sweep leaves it, and a late delivery of the first message changes nothing.
+    queued.clear()
+    assert optimize.optimization_recover() == [] and queued == []
+    assert services.optimization_run_execute(run_id=run.pk, task_id="t1").attempts == 2
+
+
+def test_an_old_queued_run_is_queued_again_and_a_new_one_is_not(validator, queued, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = services.optimization_run_create(route=validator, target=validator.baseline, budget_usd="1")
+    assert optimize.optimization_recover() == [] and queued == []  # just queued: its message is on the way
+    OptimizationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=31))
+    assert optimize.optimization_recover() == [run.pk]
+    assert queued == [(optimize.OPTIMIZE_TASK, (run.pk,))]
+    assert OptimizationRun.objects.get(pk=run.pk).status == "queued"
