@@ -85,6 +85,68 @@ def test_a_candidate_cannot_start_a_rollout_without_its_own_passing_offline_eval
     assert own.status == "done" and own.total == run.case_count
 
 
+@pytest.fixture
+def optimized(validator):
+    """A candidate the optimizer stored on the validator route (nothing evaluated it since)."""
+    target = Target.objects.get(name="offline-rules")
+    run = _run(validator, target, budget_usd="1", budget_calls=250)
+    candidate = PromptVariant.objects.filter(optimization=run).first()
+    assert candidate is not None, run.log
+    return candidate, target
+
+
+OVERRIDE = "Evals are down; I vouch for it."
+
+
+def test_the_superuser_override_does_not_start_an_optimizer_candidate_without_its_own_eval(validator, cast,
+                                                                                           optimized):
+    candidate, target = optimized
+    with pytest.raises(ValidationError) as refused:
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                               actor=cast.superuser, override_reason=OVERRIDE)
+    assert not isinstance(refused.value, MissingEvidence)
+    assert refused.value.error_list[0].code == "unevaluated_candidate"
+    [message] = refused.value.messages
+    assert f"Prompt variant '{candidate.name}' was written by optimization run {candidate.optimization_id}" in message
+    assert "has no finished offline eval on offline-rules" in message and "override does not apply" in message
+    assert not Rollout.objects.exists()
+
+
+def test_an_optimizer_candidate_whose_own_eval_failed_is_refused_even_with_the_override(validator, cast, optimized):
+    candidate, target = optimized
+    own = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=target, variant=candidate.name).pk)
+    type(own).objects.filter(pk=own.pk).update(score=0.1)
+    with pytest.raises(ValidationError, match=rf"its latest offline eval \(run {own.pk}\) did not pass: .*score 0.100"):
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                               actor=cast.superuser, override_reason=OVERRIDE)
+    assert not Rollout.objects.exists()
+
+
+def test_with_its_own_passing_eval_the_override_covers_the_rest_for_an_optimizer_candidate(validator, cast, optimized):
+    candidate, target = optimized
+    own = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=target, variant=candidate.name).pk)
+    assert own.status == "done" and own.score >= 0.75, own.score
+    # No eval of the baseline to compare with: that piece the superuser may override.
+    with pytest.raises(MissingEvidence, match="No finished offline eval of the baseline"):
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name, actor=cast.superuser)
+    rollout = services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                                     actor=cast.superuser, override_reason=OVERRIDE)
+    assert rollout.candidate_variant == candidate.name and rollout.override_reason == OVERRIDE
+
+
+def test_the_rollout_api_refuses_an_unevaluated_optimizer_candidate_with_the_override(validator, cast, optimized,
+                                                                                      api_for):
+    candidate, target = optimized
+    response = api_for(cast.superuser).post("/api/router/routes/validator/rollouts", {
+        "target": target.name, "variant": candidate.name, "override_reason": OVERRIDE})
+    assert response.status_code == 409, response.content
+    message = response.json()["error"]["message"]
+    assert f"written by optimization run {candidate.optimization_id}" in message and "has no finished offline eval" in message
+    assert not Rollout.objects.exists()
+
+
 @pytest.mark.parametrize("budget, message", [
     ({"budget_usd": "0"}, "more than 0"),
     ({"budget_usd": "-1"}, "more than 0"),
