@@ -144,3 +144,55 @@ def test_members_support_and_other_teams_get_no_score_on_the_task(cast):
     # The team's admin does get it (the same reader).
     [shown] = task_annotations.for_task(cast.admin, task)
     assert shown["key"] == "analyst_score" and shown["data"]["id"] == score.pk
+
+
+def test_trends_show_this_weeks_and_last_weeks_means_and_the_change(cast):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from analyst.models import ScoredCall
+    from router.models import ModelCall
+
+    now = timezone.now()
+    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="Trend")
+    for seq, (days, value) in enumerate([(3, 0.8), (3, 1.0), (10, 0.4), (10, 0.6), (20, 0.0)], start=1):
+        score = TaskScore.objects.create(team=cast.team, task=task, from_seq=seq, through_seq=seq, score=value,
+                                         did_what_asked=value)
+        call = ModelCall.objects.create(route="validator", provider="offline", model="lindy-offline-rules-1")
+        scored = ScoredCall.objects.create(task_score=score, call=call, route="validator", target="offline-rules")
+        ScoredCall.objects.filter(pk=scored.pk).update(created_at=now - timedelta(days=days))
+    html = client_for(cast.admin).get("/analyst/").content.decode()
+    start = html.index('<tr data-route="validator" data-target="offline-rules">')
+    row = html[start:html.index("</tr>", start)]
+    # Runs in the two weeks (the 20-day-old one is out), this week's mean (runs), last week's, the change.
+    assert row.endswith("<td>4</td><td>0.90 (2)</td><td>0.50</td><td>+0.40</td>"), row
+    assert html.count("<tr data-route=") == 1
+    # A falling mean reads as a fall.
+    for seq, (days, value) in enumerate([(3, 0.2), (10, 0.6)], start=10):
+        score = TaskScore.objects.create(team=cast.team, task=task, from_seq=seq, through_seq=seq, score=value,
+                                         did_what_asked=value)
+        call = ModelCall.objects.create(route="agent", provider="offline", model="lindy-offline-rules-1")
+        scored = ScoredCall.objects.create(task_score=score, call=call, route="agent", target="offline-rules")
+        ScoredCall.objects.filter(pk=scored.pk).update(created_at=now - timedelta(days=days))
+    html = client_for(cast.admin).get("/analyst/").content.decode()
+    start = html.index('<tr data-route="agent" data-target="offline-rules">')
+    assert html[start:html.index("</tr>", start)].endswith("<td>2</td><td>0.20 (1)</td><td>0.60</td><td>-0.40</td>")
+
+
+def test_a_route_scored_only_last_week_shows_no_mean_nor_change_for_this_week(cast):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from analyst.models import ScoredCall
+    from router.models import ModelCall
+
+    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="Old")
+    score = TaskScore.objects.create(team=cast.team, task=task, from_seq=1, through_seq=1, score=0.7, did_what_asked=0.7)
+    call = ModelCall.objects.create(route="agent", provider="offline", model="lindy-offline-rules-1")
+    scored = ScoredCall.objects.create(task_score=score, call=call, route="agent", target="offline-rules")
+    ScoredCall.objects.filter(pk=scored.pk).update(created_at=timezone.now() - timedelta(days=10))
+    html = client_for(cast.admin).get("/analyst/").content.decode()
+    start = html.index('<tr data-route="agent" data-target="offline-rules">')
+    assert html[start:html.index("</tr>", start)].endswith("<td>1</td><td>—</td><td>0.70</td><td>—</td>")
