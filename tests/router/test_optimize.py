@@ -183,6 +183,23 @@ def test_the_command_states_the_budget_and_runs_to_it(validator, capsys):
     assert f"spent {run.spent_calls} calls" in out
 
 
+def test_the_command_queues_the_run_by_default_and_leaves_it_to_a_worker(validator, capsys, monkeypatch,
+                                                                        django_capture_on_commit_callbacks):
+    sent = []
+    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: sent.append((name, args)) or True)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        call_command("optimize_prompt", "validator", "--target", "offline-rules", "--budget-usd", "2",
+                     "--budget-calls", "300")
+    out = capsys.readouterr().out
+    run = OptimizationRun.objects.get()
+    assert f"Optimization #{run.pk}: validator on offline-rules" in out and "Budget: $2, 300 calls" in out
+    assert "Queued on Celery. Follow it on the route's page (Models -> validator)." in out
+    assert "spent" not in out and "Generations" not in out  # nothing ran here
+    assert len(callbacks) == 1 and sent == [(optimize.OPTIMIZE_TASK, (run.pk,))]  # queued once it committed
+    assert (run.status, run.spent_calls, run.generation, run.attempts) == ("queued", 0, 0, 0)
+    assert not PromptVariant.objects.filter(optimization=run).exists()
+
+
 def test_the_offline_reflection_is_deterministic(validator):
     target = Target.objects.get(name="offline-rules")
     first = _run(validator, target, budget_usd="1", budget_calls=150)
