@@ -47,7 +47,8 @@ def latest_task_score(scores: QuerySet[TaskScore], task_id: int) -> dict | None:
                    "validator_miss", "from_seq", "through_seq", "provider", "created_at").first())
     if row is None:
         return None
-    return {"id": row.pop("pk"), **row, "created_at": row["created_at"].isoformat(timespec="seconds")}
+    data = {key: value for key, value in row.items() if key != "pk"}
+    return {"id": row["pk"], **data, "created_at": row["created_at"].isoformat(timespec="seconds")}
 
 
 def summary(scores: QuerySet[TaskScore]) -> dict:
