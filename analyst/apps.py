@@ -7,12 +7,12 @@ class AnalystConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import navigation
+        from lindy import navigation, task_annotations
         from router import variants
         from router.routing import register_route
         from router.services.scores import register_metric
 
-        from . import demo, offline, permissions, prompts, tasks  # noqa: F401  (offline rules, the task)
+        from . import demo, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules, the task)
         from .services import METRIC
 
         register_route(prompts.ROUTE, owner=self.label,
@@ -22,6 +22,12 @@ class AnalystConfig(AppConfig):
         register_metric(METRIC, higher_is_better=True, label="Analyst's rubric score of the task run the call served")
         navigation.register(navigation.NavItem(
             "analyst", "Analyst", "analyst:page", permissions.can_view_analyst, order=53,
+        ))
+        # The latest score on the task's page and in /api/tasks/{id}, by the analyst page's rule.
+        task_annotations.register(task_annotations.Annotation(
+            "analyst_score", "analyst/task_score.html",
+            lambda user, task: selectors.latest_task_score(permissions.visible_scores(user), task.pk)
+            if permissions.task_score_visible(user, task) else None,
         ))
         # After the agent's demo tasks (20, 95): each finished one gets its score.
         core_demo.register_seeder(97, demo.seed)

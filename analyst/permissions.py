@@ -10,7 +10,8 @@ from validator.permissions import can_review_eval_candidates, reviewable_candida
 
 from .models import TaskScore
 
-__all__ = ["can_review_eval_candidates", "can_view_analyst", "reviewable_candidates", "visible_scores"]
+__all__ = ["can_review_eval_candidates", "can_view_analyst", "reviewable_candidates", "task_score_visible",
+           "visible_scores"]
 
 
 # Scores link to their tasks and quote what the agent did: bodies, so the one rule of
@@ -23,3 +24,9 @@ def visible_scores(user) -> QuerySet[TaskScore]:
     if is_content_staff(user):
         return TaskScore.objects.all()
     return TaskScore.objects.filter(team_id__in=workspace_admin_team_ids(user))
+
+
+def task_score_visible(user, task) -> bool:
+    """The analyst's score of a task, on the task's page and in the API: the analyst page's rule
+    for that task's team (content staff, or a workspace admin of the team; never support)."""
+    return is_content_staff(user) or task.team_id in workspace_admin_team_ids(user)

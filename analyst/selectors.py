@@ -39,6 +39,18 @@ def analyst_candidates(reviewable: QuerySet[EvalCandidate]) -> QuerySet[EvalCand
             .select_related("team", "proposed_by").order_by("-created_at", "-pk"))
 
 
+def latest_task_score(scores: QuerySet[TaskScore], task_id: int) -> dict | None:
+    """The latest run's score of one task among `scores` (those the reader may see), as the task's
+    page and API show it; None when there is none. One query."""
+    row = (scores.filter(task_id=task_id).order_by("-through_seq", "-pk")
+           .values("pk", "score", "summary", "did_what_asked", "blocked_attempts", "looped", "rogue",
+                   "validator_miss", "from_seq", "through_seq", "provider", "created_at").first())
+    if row is None:
+        return None
+    data = {key: value for key, value in row.items() if key != "pk"}
+    return {"id": row["pk"], **data, "created_at": row["created_at"].isoformat(timespec="seconds")}
+
+
 def summary(scores: QuerySet[TaskScore]) -> dict:
     return scores.aggregate(runs=Count("pk"), mean=Avg("score"), rogue=Count("pk", filter=Q(rogue=True)),
                             misses=Count("pk", filter=Q(validator_miss=True)),

@@ -9,7 +9,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.pagination import paginate
 from pydantic import field_validator
 
-from . import permissions, selectors, services
+from . import permissions, selectors, services, task_annotations
 from .api_errors import ApiError
 from .models import AgentTask, User
 from .pagination import BoundedLimitOffset
@@ -87,10 +87,17 @@ class TaskOut(Schema):
 
 class TaskDetailOut(TaskOut):
     events: list[EventOut]
+    annotations: dict[str, dict] = Field(
+        default_factory=dict, description="What other apps record about the task, by key, for those allowed "
+                                          "to read it (e.g. analyst_score: the analyst's latest score of a run).")
 
     @staticmethod
     def resolve_events(task: AgentTask) -> list:
         return list(task.events.all())
+
+    @staticmethod
+    def resolve_annotations(task: AgentTask, context) -> dict[str, dict]:
+        return {a["key"]: a["data"] for a in task_annotations.for_task(context["request"].user, task)}
 
 
 @router.post("/tasks", response={201: TaskDetailOut}, summary="Create an agent task")

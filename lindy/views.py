@@ -14,7 +14,7 @@ from django.template import loader
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles
-from . import outages, permissions, queue, selectors
+from . import outages, permissions, queue, selectors, task_annotations
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,8 @@ def task_list(request):
 @login_required
 def task_detail(request, task_id: int):
     task = selectors.task_detail(request.user, task_id)
-    return render(request, "lindy/task_detail.html", {"task": task, "events": task.events.all()})
+    return render(request, "lindy/task_detail.html", {
+        "task": task, "events": task.events.all(), "annotations": task_annotations.for_task(request.user, task)})
 
 
 @login_required

@@ -30,6 +30,7 @@ from .services.rollouts import (
     MAX_STAGE_HOURS,
     MAX_STAGE_SAMPLES,
     OVERRIDE_FORBIDDEN,
+    UNEVALUATED_CANDIDATE,
 )
 
 router = Router(tags=["router"])
@@ -296,7 +297,8 @@ def rollout_create(request, route: str, payload: RolloutIn):
         ]) from None
     except ValidationError as exc:
         codes = _codes(exc)
-        status = 409 if ACTIVE_ROLLOUT in codes else 403 if OVERRIDE_FORBIDDEN in codes else 422
+        status = (409 if codes & {ACTIVE_ROLLOUT, UNEVALUATED_CANDIDATE} else 403 if OVERRIDE_FORBIDDEN in codes
+                  else 422)
         raise ApiError(status, _messages(exc)) from None
     return Status(201, _rollout(_rollout_by_pk(rollout.pk)))
 

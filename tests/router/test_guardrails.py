@@ -9,6 +9,7 @@ from django.utils import timezone
 from router import gateway, services, tasks
 from router.models import CallSample, CallScore, Rollout
 from router.offline import OfflineReply
+from router.services import guardrails
 from tests.factories import UserFactory
 
 from .helpers import cheap_target, offline_evidence, record_call, route, variant
@@ -446,3 +447,47 @@ def test_slower_candidate_rolls_back_on_latency(rollout):
     assert services.rollout_check(rollout=rollout) == "roll_back"
     reason = rollout.events.last().reason
     assert "latency per call 3014 ms on the candidate vs 914 ms on baseline (margin +25%, n=30/30" in reason
+
+
+# The analyst's rubric score of each task run is an online metric like the judge's: recorded on the
+# run's calls (analyst.services.task_score), compared between the arms, acted on.
+
+
+def test_the_analysts_task_score_is_compared_between_the_arms_and_rolls_back_a_worse_candidate(rollout):
+    _age_stage(rollout, hours=1)
+    _scored_calls(rollout, "baseline", [0.8, 0.9, 1.0] * 5, metric="analyst.task_score")
+    _scored_calls(rollout, "candidate", [0.2, 0.3, 0.4] * 5, metric="analyst.task_score")
+    result = guardrails.evaluate(rollout)
+    [check] = [c for c in result["checks"] if c["metric"] == "analyst.task_score"]
+    assert check["verdict"] == "harm"
+    assert check["line"].startswith("analyst.task_score: candidate 0.300 vs baseline 0.900 (higher is better, "
+                                    "margin 0.05, n=15/15")
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK and rollout.percent == 0
+    assert any(p.startswith("analyst.task_score: candidate 0.300 vs baseline 0.900") for p in rollout.last_check["problems"])
+    event = rollout.events.last()
+    assert event.kind == "rolled_back" and "analyst.task_score: candidate 0.300 vs baseline 0.900" in event.reason
+    assert "analyst.task_score" in event.evidence["scores"]
+
+
+def test_scores_the_analyst_gives_task_runs_roll_back_the_arm_whose_runs_fail(rollout, cast):
+    """End to end: each arm's calls served agent runs the analyst scored with the product's code (the
+    offline rules): the baseline's runs answered the user, the candidate's hit the turn limit."""
+    from analyst import services as analyst_services
+    from lindy import services as lindy_services
+
+    _age_stage(rollout, hours=1)
+    for arm, stopped in (("baseline", "done"), ("candidate", "max_turns")):
+        for i in range(10):
+            task = lindy_services.task_create(team=cast.team, owner=cast.member, title=f"{arm} {i}")
+            lindy_services.task_event_add(task=task, actor="user", content="Hello")
+            lindy_services.task_event_add(task=task, actor="assistant", content="Hi.")
+            call = record_call(rollout=rollout, arm=arm)
+            score = analyst_services.task_score(task_id=task.pk, call_ids=[call.pk], stopped=stopped)
+            assert score.score == (0.6 if arm == "baseline" else 0.0)
+    assert CallScore.objects.filter(metric="analyst.task_score", source="analyst", call__rollout=rollout).count() == 20
+    assert services.rollout_check(rollout=rollout) == "roll_back"
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK
+    assert "analyst.task_score: candidate 0.000 vs baseline 0.600 (higher is better" in rollout.events.last().reason

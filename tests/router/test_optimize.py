@@ -85,6 +85,68 @@ def test_a_candidate_cannot_start_a_rollout_without_its_own_passing_offline_eval
     assert own.status == "done" and own.total == run.case_count
 
 
+@pytest.fixture
+def optimized(validator):
+    """A candidate the optimizer stored on the validator route (nothing evaluated it since)."""
+    target = Target.objects.get(name="offline-rules")
+    run = _run(validator, target, budget_usd="1", budget_calls=250)
+    candidate = PromptVariant.objects.filter(optimization=run).first()
+    assert candidate is not None, run.log
+    return candidate, target
+
+
+OVERRIDE = "Evals are down; I vouch for it."
+
+
+def test_the_superuser_override_does_not_start_an_optimizer_candidate_without_its_own_eval(validator, cast,
+                                                                                           optimized):
+    candidate, target = optimized
+    with pytest.raises(ValidationError) as refused:
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                               actor=cast.superuser, override_reason=OVERRIDE)
+    assert not isinstance(refused.value, MissingEvidence)
+    assert refused.value.error_list[0].code == "unevaluated_candidate"
+    [message] = refused.value.messages
+    assert f"Prompt variant '{candidate.name}' was written by optimization run {candidate.optimization_id}" in message
+    assert "has no finished offline eval on offline-rules" in message and "override does not apply" in message
+    assert not Rollout.objects.exists()
+
+
+def test_an_optimizer_candidate_whose_own_eval_failed_is_refused_even_with_the_override(validator, cast, optimized):
+    candidate, target = optimized
+    own = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=target, variant=candidate.name).pk)
+    type(own).objects.filter(pk=own.pk).update(score=0.1)
+    with pytest.raises(ValidationError, match=rf"its latest offline eval \(run {own.pk}\) did not pass: .*score 0.100"):
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                               actor=cast.superuser, override_reason=OVERRIDE)
+    assert not Rollout.objects.exists()
+
+
+def test_with_its_own_passing_eval_the_override_covers_the_rest_for_an_optimizer_candidate(validator, cast, optimized):
+    candidate, target = optimized
+    own = services.eval_run_execute(run_id=services.eval_run_create(
+        route=validator, target=target, variant=candidate.name).pk)
+    assert own.status == "done" and own.score >= 0.75, own.score
+    # No eval of the baseline to compare with: that piece the superuser may override.
+    with pytest.raises(MissingEvidence, match="No finished offline eval of the baseline"):
+        services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name, actor=cast.superuser)
+    rollout = services.rollout_start(route=validator, candidate=target, candidate_variant=candidate.name,
+                                     actor=cast.superuser, override_reason=OVERRIDE)
+    assert rollout.candidate_variant == candidate.name and rollout.override_reason == OVERRIDE
+
+
+def test_the_rollout_api_refuses_an_unevaluated_optimizer_candidate_with_the_override(validator, cast, optimized,
+                                                                                      api_for):
+    candidate, target = optimized
+    response = api_for(cast.superuser).post("/api/router/routes/validator/rollouts", {
+        "target": target.name, "variant": candidate.name, "override_reason": OVERRIDE})
+    assert response.status_code == 409, response.content
+    message = response.json()["error"]["message"]
+    assert f"written by optimization run {candidate.optimization_id}" in message and "has no finished offline eval" in message
+    assert not Rollout.objects.exists()
+
+
 @pytest.mark.parametrize("budget, message", [
     ({"budget_usd": "0"}, "more than 0"),
     ({"budget_usd": "-1"}, "more than 0"),
@@ -119,6 +181,23 @@ def test_the_command_states_the_budget_and_runs_to_it(validator, capsys):
     run = OptimizationRun.objects.get()
     assert run.status == "done" and run.spent_calls <= 200
     assert f"spent {run.spent_calls} calls" in out
+
+
+def test_the_command_queues_the_run_by_default_and_leaves_it_to_a_worker(validator, capsys, monkeypatch,
+                                                                        django_capture_on_commit_callbacks):
+    sent = []
+    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: sent.append((name, args)) or True)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        call_command("optimize_prompt", "validator", "--target", "offline-rules", "--budget-usd", "2",
+                     "--budget-calls", "300")
+    out = capsys.readouterr().out
+    run = OptimizationRun.objects.get()
+    assert f"Optimization #{run.pk}: validator on offline-rules" in out and "Budget: $2, 300 calls" in out
+    assert "Queued on Celery. Follow it on the route's page (Models -> validator)." in out
+    assert "spent" not in out and "Generations" not in out  # nothing ran here
+    assert len(callbacks) == 1 and sent == [(optimize.OPTIMIZE_TASK, (run.pk,))]  # queued once it committed
+    assert (run.status, run.spent_calls, run.generation, run.attempts) == ("queued", 0, 0, 0)
+    assert not PromptVariant.objects.filter(optimization=run).exists()
 
 
 def test_the_offline_reflection_is_deterministic(validator):
@@ -190,3 +269,91 @@ def test_a_running_optimization_beats_while_one_call_blocks(settings, monkeypatc
     services.optimization_run_execute(run_id=run.pk, task_id="task-1")
     (before, after), = seen
     assert after > before  # beaten while the call blocked: its worker is alive, nobody takes it over
+
+
+# A whole worker restarted (its message unacknowledged until the broker's visibility timeout): the
+# recovery sweep and the claim decide who runs the run, and the next delivery resumes it.
+
+
+class WorkerKilled(BaseException):  # noqa: N818 - like a SIGKILL: no `except Exception` stops it
+    """Stands for the worker dying right after gepa stored a generation."""
+
+
+def _killed_after_generation(validator, monkeypatch, generation=2) -> OptimizationRun:
+    original = optimize.Progress.on_state_saved
+
+    def saved_then_killed(self, event):
+        original(self, event)
+        if event["iteration"] >= generation:
+            raise WorkerKilled
+
+    monkeypatch.setattr(optimize.Progress, "on_state_saved", saved_then_killed)
+    run = services.optimization_run_create(route=validator, target=Target.objects.get(name="offline-rules"),
+                                           budget_usd="1", budget_calls=400)
+    with pytest.raises(WorkerKilled):
+        services.optimization_run_execute(run_id=run.pk, task_id="t1")
+    monkeypatch.setattr(optimize.Progress, "on_state_saved", original)
+    run.refresh_from_db()
+    assert (run.status, run.lease_task_id, run.attempts) == ("running", "t1", 1)
+    assert run.state and run.generation >= generation
+    return run
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    sent = []
+    monkeypatch.setattr("lindy.queue.enqueue_or_log", lambda name, *args, **kw: sent.append((name, args)) or True)
+    return sent
+
+
+def test_a_run_with_a_fresh_heartbeat_is_not_requeued_nor_taken_over(validator, monkeypatch, queued, settings):
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = _killed_after_generation(validator, monkeypatch)
+    assert optimize.optimization_recover() == [] and queued == []
+    # Another delivery (another task id) while the holder still beats: it leaves the run alone.
+    other = services.optimization_run_execute(run_id=run.pk, task_id="t2")
+    assert (other.status, other.lease_task_id, other.attempts, other.generation) == (
+        "running", "t1", 1, run.generation)
+    assert optimize._claim(run.pk, "t3") is None
+    assert not PromptVariant.objects.filter(optimization=run).exists()
+
+
+def test_a_stale_run_is_swept_and_the_next_delivery_resumes_it_from_its_saved_generation(
+        validator, monkeypatch, queued, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = _killed_after_generation(validator, monkeypatch)
+    killed_at = run.generation
+    OptimizationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
+    assert optimize.optimization_recover() == [run.pk]
+    assert queued == [(optimize.OPTIMIZE_TASK, (run.pk,))]
+    done = services.optimization_run_execute(run_id=run.pk, task_id="t2")
+    assert done.status == "done", (done.error, done.log)
+    assert (done.attempts, done.lease_task_id) == (2, "t2")
+    lines = [line["text"] for line in done.log]
+    assert sum(text.startswith("Started:") for text in lines) == 1
+    resumed = [text for text in lines if text.startswith("Resumed at generation")]
+    assert resumed == [f"Resumed at generation {killed_at} (attempt 2)."]
+    assert done.generation > killed_at and done.spent_calls <= 400
+    assert PromptVariant.objects.filter(optimization=done).exists()
+    # Finished: the sweep leaves it, and a late delivery of the first message changes nothing.
+    queued.clear()
+    assert optimize.optimization_recover() == [] and queued == []
+    assert services.optimization_run_execute(run_id=run.pk, task_id="t1").attempts == 2
+
+
+def test_an_old_queued_run_is_queued_again_and_a_new_one_is_not(validator, queued, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.ROUTER_OPTIMIZE_STALE_SECONDS = 30
+    run = services.optimization_run_create(route=validator, target=validator.baseline, budget_usd="1")
+    assert optimize.optimization_recover() == [] and queued == []  # just queued: its message is on the way
+    OptimizationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=31))
+    assert optimize.optimization_recover() == [run.pk]
+    assert queued == [(optimize.OPTIMIZE_TASK, (run.pk,))]
+    assert OptimizationRun.objects.get(pk=run.pk).status == "queued"
