@@ -88,21 +88,26 @@ class ModelChoiceAdmin(admin.ModelAdmin):
     list_select_related = ["user", "target"]
 
 
+class EvidenceAdmin(ReadOnlyAdmin):
+    """Evidence the rollouts and guardrails decide on (eval runs, online scores, model calls): only
+    the product writes it, so nobody can hand a prompt the eval or the scores it did not earn."""
+
+
 @admin.register(EvalRun)
-class EvalRunAdmin(admin.ModelAdmin):
+class EvalRunAdmin(EvidenceAdmin):
     list_display = ["route", "target", "variant", "status", "passed", "total", "score", "created_at"]
     list_select_related = ["route", "target"]
 
 
 @admin.register(CallScore)
-class CallScoreAdmin(admin.ModelAdmin):
+class CallScoreAdmin(EvidenceAdmin):
     list_display = ["call", "metric", "value", "source", "created_at"]
     list_filter = ["metric"]
     raw_id_fields = ["call"]
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(admin.ModelAdmin):
+class ModelCallAdmin(EvidenceAdmin):
     list_display = ["created_at", "route", "provider", "model", "arm", "prompt_variant", "user", "input_tokens",
                     "output_tokens", "cost", "latency_ms", "error"]
     list_filter = ["route", "provider", "arm"]

@@ -33,7 +33,7 @@ from .services import evals as eval_service
 from .services import evidence, scores
 from .services import optimize as optimize_service
 from .services.config import CONFLICT
-from .services.evidence import MissingEvidence
+from .services.evidence import UNEVALUATED_CANDIDATE, MissingEvidence
 from .services.rollouts import stages_text
 
 PAGE_SIZE = 25
@@ -98,7 +98,7 @@ def _eval_variants(route: str) -> list[str]:
 
 
 def _conflict(exc: ValidationError) -> bool:
-    return any(error.code == CONFLICT for error in getattr(exc, "error_list", []))
+    return any(error.code in (CONFLICT, UNEVALUATED_CANDIDATE) for error in getattr(exc, "error_list", []))
 
 
 def _invalid(request, route, status=400, **forms):

@@ -13,6 +13,7 @@ from .. import variants
 from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
 from ..provider_keys import validate_provider_key_env
 from .audit import audit_event_record, snapshot
+from .evidence import UNEVALUATED_CANDIDATE, unevaluated_candidate
 
 ROUTE_FIELDS = ["baseline", "baseline_variant"]
 
@@ -23,7 +24,8 @@ CONFLICT = "conflict"
 
 def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str = "default", actor) -> Route:
     """Serve `route` from `baseline` with prompt variant `baseline_variant`. Refused while
-    a rollout of the route is active: its baseline arm is the baseline it started from."""
+    a rollout of the route is active (its baseline arm is the baseline it started from), and for
+    a prompt the optimizer wrote that has no passing offline eval of its own on `baseline`."""
     with transaction.atomic():
         route = Route.objects.select_for_update().get(pk=route.pk)
         if Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).exists():
@@ -32,6 +34,9 @@ def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str 
         variants.check(route.name, baseline_variant)  # the owner must build the prompt it will serve
         if not PromptVariant.objects.filter(route=route, name=baseline_variant).exists():
             raise ValidationError(f"{route.name} has no prompt variant {baseline_variant!r}.")
+        refusal = unevaluated_candidate(route=route, target=baseline, variant=baseline_variant)
+        if refusal:
+            raise ValidationError(refusal, code=UNEVALUATED_CANDIDATE)
         before = snapshot(route, ROUTE_FIELDS)
         route.baseline, route.baseline_variant = baseline, baseline_variant
         route.save(update_fields=["baseline", "baseline_variant", "updated_at"])

@@ -11,10 +11,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from .. import gateway
-from ..models import EvalRun, Route, Target
+from ..models import EvalRun, PromptVariant, Route, Target
 from .evals import has_eval_set
 
 MISSING_EVIDENCE = "missing_evidence"
+UNEVALUATED_CANDIDATE = "unevaluated_candidate"
 
 
 class MissingEvidence(ValidationError):
@@ -119,3 +120,24 @@ def rollout_evidence(*, route: Route, target: Target, variant: str) -> Evidence:
                 f"The candidate's eval score {run.score:.3f} (run {run.pk}) is worse than {baseline}'s "
                 f"{base.score:.3f} (run {base.pk}) by more than the margin {margin:g}.")
     return evidence
+
+
+def unevaluated_candidate(*, route: Route, target: Target, variant: str) -> str:
+    """Why a prompt the optimizer wrote may not serve from `target` yet ("" when it may, or when a
+    person wrote it). Such a prompt has never served anyone, so its own passing offline eval on that
+    target is required on every way to users (a rollout, the baseline), superuser or not."""
+    optimization_id = (PromptVariant.objects.filter(route=route, name=variant)
+                       .values_list("optimization_id", flat=True).first())
+    if optimization_id is None:
+        return ""
+    own = latest_finished(route, target.pk, variant)
+    if own is None:
+        why = "it has no finished offline eval"
+    else:
+        failures = run_failures(own)
+        if not failures:
+            return ""
+        why = f"its latest offline eval (run {own.pk}) did not pass: {'; '.join(failures)}"
+    return (f"Prompt variant {variant!r} was written by optimization run {optimization_id} and {why} on "
+            f"{target.name}. An optimizer's candidate reaches users only after its own passing offline eval on "
+            "that target; the superuser override does not apply to it.")

@@ -117,6 +117,9 @@ def optimization_run_create(*, route: Route, target: Target, budget_usd: Decimal
         raise ValidationError("The budget in dollars must be a number.") from None
     if not usd.is_finite() or usd <= 0 or usd > MAX_USD:
         raise ValidationError(f"The budget in dollars must be more than 0 and at most {MAX_USD}.")
+    if usd != usd.quantize(Decimal("0.0001")):
+        # Stored to the hundredth of a cent: a finer budget would be kept as another number (even $0).
+        raise ValidationError("The budget in dollars has at most 4 decimal places.")
     calls = DEFAULT_CALLS if budget_calls is None else budget_calls
     tokens = DEFAULT_TOKENS if budget_tokens is None else budget_tokens
     if not (isinstance(calls, int) and 0 < calls <= MAX_CALLS):
@@ -131,7 +134,7 @@ def optimization_run_create(*, route: Route, target: Target, budget_usd: Decimal
     try:
         with transaction.atomic():
             return OptimizationRun.objects.create(
-                route=route, target=target, parent_variant=parent, budget_usd=usd.quantize(Decimal("0.0001")),
+                route=route, target=target, parent_variant=parent, budget_usd=usd,
                 budget_calls=calls, budget_tokens=tokens, case_count=len(cases),
                 created_by=actor if getattr(actor, "pk", None) else None,
                 log=[_line(f"Queued: {len(cases)} eval cases, parent {parent!r} on {target.name}; budget "

@@ -13,10 +13,9 @@ from django.utils import timezone
 
 from .. import variants
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
-from .evidence import Evidence, MissingEvidence, rollout_evidence, run_failures
+from .evidence import UNEVALUATED_CANDIDATE, Evidence, MissingEvidence, rollout_evidence, unevaluated_candidate
 
 OVERRIDE_FORBIDDEN = "override_forbidden"
-UNEVALUATED_CANDIDATE = "unevaluated_candidate"
 ACTIVE_ROLLOUT = "active_rollout"
 GUARDRAIL_SETTINGS = {
     "score_margin", "min_scored_calls", "error_margin", "retention_days", "retention_margin", "min_retention_users",
@@ -114,8 +113,7 @@ def rollout_start(
     if candidate.pk == route.baseline_id and candidate_variant == route.baseline_variant:
         raise ValidationError("The candidate is the route's baseline already.")
     variants.check(route.name, candidate_variant)  # the owner must build the prompt it will serve
-    stored = PromptVariant.objects.filter(route=route, name=candidate_variant).values("optimization_id").first()
-    if stored is None:
+    if not PromptVariant.objects.filter(route=route, name=candidate_variant).exists():
         raise ValidationError(f"Route {route.name} has no prompt variant {candidate_variant!r}.")
     unknown = set(guardrails) - GUARDRAIL_SETTINGS
     if unknown:
@@ -128,18 +126,9 @@ def rollout_start(
     if not evidence.ok:
         if not override_reason:
             raise MissingEvidence(evidence.missing)
-        # A prompt the optimizer wrote has never served anyone: nobody may wave through its own eval.
-        if stored["optimization_id"] is not None:
-            own = evidence.candidate_run
-            why = ("it has no finished offline eval" if own is None
-                   else f"its latest offline eval (run {own.pk}) did not pass: {'; '.join(run_failures(own))}"
-                   if run_failures(own) else "")
-            if why:
-                raise ValidationError(
-                    f"Prompt variant {candidate_variant!r} was written by optimization run {stored['optimization_id']} "
-                    f"and {why} on {candidate.name}. An optimizer's candidate reaches users only after its own "
-                    "passing offline eval on that target; the superuser override does not apply to it.",
-                    code=UNEVALUATED_CANDIDATE)
+        refusal = unevaluated_candidate(route=route, target=candidate, variant=candidate_variant)
+        if refusal:
+            raise ValidationError(refusal, code=UNEVALUATED_CANDIDATE)
         if not getattr(actor, "is_superuser", False):
             raise ValidationError("Only a superuser may start a rollout without offline evidence.",
                                   code=OVERRIDE_FORBIDDEN)

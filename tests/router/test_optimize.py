@@ -11,6 +11,7 @@ from router import services, variants
 from router.models import OptimizationRun, PromptVariant, Rollout, Target
 from router.services import optimize
 from router.services.evidence import MissingEvidence
+from tests.conftest import client_for
 from validator import prompts as validator_prompts
 
 from .helpers import route
@@ -147,11 +148,43 @@ def test_the_rollout_api_refuses_an_unevaluated_optimizer_candidate_with_the_ove
     assert not Rollout.objects.exists()
 
 
+def test_an_optimizer_candidate_cannot_become_the_baseline_without_its_own_passing_eval(validator, cast, optimized):
+    # The baseline serves every user at once: the same rule as a rollout, on the route page too.
+    candidate, target = optimized
+    before = (validator.baseline_id, validator.baseline_variant)
+    client = client_for(cast.superuser)
+    url = f"/router/routes/{validator.name}/baseline/"
+    response = client.post(url, {"baseline": target.pk, "baseline_variant": candidate.name})
+    assert response.status_code == 409
+    assert "has no finished offline eval" in response.content.decode()
+    validator.refresh_from_db()
+    assert (validator.baseline_id, validator.baseline_variant) == before
+    with pytest.raises(ValidationError) as refused:
+        services.route_baseline_set(route=validator, baseline=target, baseline_variant=candidate.name,
+                                    actor=cast.superuser)
+    assert refused.value.error_list[0].code == "unevaluated_candidate"
+
+    services.eval_run_execute(run_id=services.eval_run_create(route=validator, target=target, variant=candidate.name).pk)
+    assert client.post(url, {"baseline": target.pk, "baseline_variant": candidate.name}).status_code == 302
+    validator.refresh_from_db()
+    assert (validator.baseline_id, validator.baseline_variant) == (target.pk, candidate.name)
+
+
+def test_the_admin_cannot_write_eval_runs_or_scores(validator, cast):
+    # Hand-made evidence would wave a prompt through its eval or its guardrails with no audit event.
+    client = client_for(cast.superuser)
+    for model in ("evalrun", "callscore", "modelcall"):
+        assert client.get(f"/admin/router/{model}/").status_code == 200
+        assert client.get(f"/admin/router/{model}/add/").status_code == 403
+
+
 @pytest.mark.parametrize("budget, message", [
     ({"budget_usd": "0"}, "more than 0"),
     ({"budget_usd": "-1"}, "more than 0"),
     ({"budget_usd": "nan"}, "more than 0"),
     ({"budget_usd": "abc"}, "must be a number"),
+    ({"budget_usd": "0.00001"}, "at most 4 decimal places"),
+    ({"budget_usd": "1.00004"}, "at most 4 decimal places"),
     ({"budget_usd": "1", "budget_calls": 0}, "call budget"),
     ({"budget_usd": "1", "budget_tokens": -5}, "token budget"),
 ])
