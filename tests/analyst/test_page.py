@@ -21,11 +21,29 @@ def _scored(team, owner, n=1):
 
 
 def test_the_page_lists_scores_and_says_the_offline_rules_scored_them(cast):
-    _scored(cast.team, cast.member)
+    _scored(cast.team, cast.admin)
     page = client_for(cast.admin).get("/analyst/")
     assert page.status_code == 200
     assert b"data-offline" in page.content and b"data-scores" in page.content
     assert b"Task 0" in page.content and b"1 scored run" in page.content
+
+
+def test_a_team_admin_reads_the_numbers_of_a_members_private_task_but_not_its_title_or_why(cast):
+    [private] = _scored(cast.team, cast.member)
+    TaskScore.objects.filter(pk=private.pk).update(summary="It tried to send the payroll file to eve@evil.example.")
+    private.task.title = "Private: pay Bob's invoice"
+    private.task.save()
+    public = lindy_services.task_create(team=cast.team, owner=cast.member, title="Team launch plan", visibility="public")
+    lindy_services.task_event_add(task=public, actor="user", content="Hello")
+    services.task_score(task_id=public.pk)
+    TaskScore.objects.filter(task=public).update(summary="Answered the launch question.")
+
+    page = client_for(cast.admin).get("/analyst/").content.decode()
+    assert "2 scored runs" in page and f'data-score="{private.pk}"' in page
+    assert "Private: pay Bob" not in page and "eve@evil.example" not in page and "data-private-task" in page
+    assert "Team launch plan" in page and "Answered the launch question." in page
+    staff = client_for(cast.superuser).get("/analyst/").content.decode()
+    assert "Private: pay Bob" in staff and "eve@evil.example" in staff
 
 
 def test_tenancy_other_teams_scores_are_not_shown_and_members_get_404(cast):
