@@ -180,6 +180,10 @@ def test_support_staff_who_administer_a_team_never_read_what_admins_review(cast)
 
     candidate_id = candidate(cast)
     task = _scored_task(cast)
+    # A public task: the admin reads its title and the analyst's why (of a member's private task the
+    # admin reads only the numbers, tests/analyst/test_page.py).
+    task.visibility = "public"
+    task.save()
     TaskScore.objects.create(team=cast.team, task=task, from_seq=1, through_seq=1, score=0.2, did_what_asked=0.0,
                              summary="Wired the money to the supplier nobody asked for.")
     admin, support_admin = _client(cast, "admin"), _client(cast, "support_admin")
