@@ -174,12 +174,16 @@ def test_trends_show_this_weeks_and_last_weeks_means_and_the_change(cast):
 
     now = timezone.now()
     task = lindy_services.task_create(team=cast.team, owner=cast.member, title="Trend")
-    for seq, (days, value) in enumerate([(3, 0.8), (3, 1.0), (10, 0.4), (10, 0.6), (20, 0.0)], start=1):
+
+    def scored_call(route, seq, days, value):
         score = TaskScore.objects.create(team=cast.team, task=task, from_seq=seq, through_seq=seq, score=value,
                                          did_what_asked=value)
-        call = ModelCall.objects.create(route="validator", provider="offline", model="lindy-offline-rules-1")
-        scored = ScoredCall.objects.create(task_score=score, call=call, route="validator", target="offline-rules")
+        call = ModelCall.objects.create(route=route, provider="offline", model="lindy-offline-rules-1")
+        scored = ScoredCall.objects.create(task_score=score, call=call, route=route, target="offline-rules")
         ScoredCall.objects.filter(pk=scored.pk).update(created_at=now - timedelta(days=days))
+
+    for seq, (days, value) in enumerate([(3, 0.8), (3, 1.0), (10, 0.4), (10, 0.6), (20, 0.0)], start=1):
+        scored_call("validator", seq, days, value)
     html = client_for(cast.admin).get("/analyst/").content.decode()
     start = html.index('<tr data-route="validator" data-target="offline-rules">')
     row = html[start:html.index("</tr>", start)]
@@ -188,11 +192,7 @@ def test_trends_show_this_weeks_and_last_weeks_means_and_the_change(cast):
     assert html.count("<tr data-route=") == 1
     # A falling mean reads as a fall.
     for seq, (days, value) in enumerate([(3, 0.2), (10, 0.6)], start=10):
-        score = TaskScore.objects.create(team=cast.team, task=task, from_seq=seq, through_seq=seq, score=value,
-                                         did_what_asked=value)
-        call = ModelCall.objects.create(route="agent", provider="offline", model="lindy-offline-rules-1")
-        scored = ScoredCall.objects.create(task_score=score, call=call, route="agent", target="offline-rules")
-        ScoredCall.objects.filter(pk=scored.pk).update(created_at=now - timedelta(days=days))
+        scored_call("agent", seq, days, value)
     html = client_for(cast.admin).get("/analyst/").content.decode()
     start = html.index('<tr data-route="agent" data-target="offline-rules">')
     assert html[start:html.index("</tr>", start)].endswith("<td>2</td><td>0.20 (1)</td><td>0.60</td><td>-0.40</td>")
