@@ -24,6 +24,7 @@ import time_machine
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from lindy.demo import require
 from router import services as router_services
 from router.models import Route, Target
 from router.services import evals
@@ -116,7 +117,9 @@ def seed(ctx) -> None:
         # Offline evidence first: the baseline's prompt and target, then the candidate pair.
         for target, variant in ((route.baseline, route.baseline_variant), (candidate, CANDIDATE_VARIANT)):
             run = evals.eval_run_create(route=route, target=target, variant=variant, actor=ops)
-            evals.eval_run_execute(run_id=run.pk)
+            run = evals.eval_run_execute(run_id=run.pk)
+            require("agent history", run.status == run.Status.DONE,
+                    f"the offline eval of {target} on {route} ended {run.status}: {run.error}")
         clock.move_to(first + timedelta(hours=8, minutes=30))
         router_services.rollout_start(route=route, candidate=candidate, candidate_variant=CANDIDATE_VARIANT,
                                       stages=STAGES, actor=ops, min_scored_calls=MIN_SCORED_CALLS)

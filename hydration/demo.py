@@ -3,6 +3,7 @@ once a file system has a run, it is left alone."""
 
 from __future__ import annotations
 
+from lindy.demo import require
 from memory import services as memory_services
 
 from . import services
@@ -15,4 +16,6 @@ def seed(ctx) -> None:
     for fs in targets:
         if Run.objects.filter(filesystem=fs).exists():
             continue
-        services.run_now_sync(filesystem=fs, trigger=Run.Trigger.DEMO)
+        run = services.run_now_sync(filesystem=fs, trigger=Run.Trigger.DEMO)
+        require("hydration", run.status in (Run.Status.SUCCEEDED, Run.Status.NO_CHANGES),
+                f"the run of {fs} ended {run.get_status_display()!r}: {run.error or run.stage}")

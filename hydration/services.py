@@ -331,7 +331,10 @@ class _Heartbeat:
 
     def __enter__(self) -> _Heartbeat:
         interval = settings.HYDRATION_HEARTBEAT_SECONDS
-        if interval > 0:
+        # Inside the caller's transaction (the demo's seed) the run's row is uncommitted: a thread
+        # on its own connection can't see it (PostgreSQL) or waits on the caller's write lock
+        # (SQLite). Progress is then written in place, on the caller's connection.
+        if interval > 0 and not connection.in_atomic_block:
             self._thread = threading.Thread(target=self._beat, args=(interval,), daemon=True,
                                             name=f"hydration-heartbeat-{self.run.pk}")
             self._thread.start()
@@ -491,6 +494,25 @@ def _store_facts(run: Run, facts: list[dict], by_id: dict[int, Item]) -> None:
             if item_id in by_id:
                 cited_at.append(position)
                 cited_item.append(item_id)
+    if connection.vendor == "postgresql":
+        _store_facts_postgresql(run, facts, cited_at, cited_item)
+    else:
+        _store_facts_portable(run, facts, cited_at, cited_item)
+
+
+def _store_facts_portable(run: Run, facts: list[dict], cited_at: list[int], cited_item: list[int]) -> None:
+    """Any other database (SQLite, the embedded default): two bulk INSERTs. bulk_create hands back
+    the facts' ids (RETURNING), in order, so a citation finds its fact by position."""
+    rows = Fact.objects.bulk_create(
+        [Fact(run=run, position=position, kind=f["kind"], text=f["text"]) for position, f in enumerate(facts)],
+        batch_size=ITEM_BATCH)
+    Through = Fact.items.through
+    Through.objects.bulk_create(
+        [Through(fact_id=rows[position].pk, item_id=item_id) for position, item_id in zip(cited_at, cited_item, strict=True)],
+        batch_size=ITEM_BATCH, ignore_conflicts=True)
+
+
+def _store_facts_postgresql(run: Run, facts: list[dict], cited_at: list[int], cited_item: list[int]) -> None:
     q = connection.ops.quote_name
     sql = (f"WITH fact AS (INSERT INTO {q(Fact._meta.db_table)} (run_id, position, kind, text) "
            "SELECT %s, * FROM UNNEST(%s::integer[], %s::text[], %s::text[]) RETURNING id, position) "

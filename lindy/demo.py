@@ -130,6 +130,25 @@ def _meetings(ctx: DemoContext) -> None:
         )
 
 
+class DemoFailed(Exception):
+    """A step of the demo did not do what it was meant to (a run failed, an eval failed). The
+    whole seed is rolled back: the demo is never served half made."""
+
+    def __init__(self, step: str, problem: str):
+        super().__init__(f"{step}: {problem}")
+        self.step, self.problem = step, problem
+
+
+def require(step: str, ok: bool, problem: str) -> None:
+    """A seeder's check of its own outcome: raise DemoFailed naming the step when it is not met."""
+    if not ok:
+        raise DemoFailed(step, problem)
+
+
+def _step_name(seed_fn: Callable) -> str:
+    return seed_fn.__module__.removesuffix(".demo")
+
+
 @transaction.atomic
 def seed() -> DemoContext:
     ctx = DemoContext()
@@ -142,5 +161,10 @@ def seed() -> DemoContext:
     _tasks(ctx)
     _meetings(ctx)
     for _, seed_fn in sorted(_SEEDERS, key=lambda entry: entry[0]):
-        seed_fn(ctx)
+        try:
+            seed_fn(ctx)
+        except DemoFailed:
+            raise
+        except Exception as exc:
+            raise DemoFailed(_step_name(seed_fn), f"{type(exc).__name__}: {exc}") from exc
     return ctx

@@ -25,7 +25,10 @@ class Beating:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Beating:
-        if self.interval > 0:  # 0 turns it off (the job's own writes are its only heartbeat)
+        # 0 turns it off (the job's own writes are its only heartbeat). Inside the caller's
+        # transaction the job's row may be uncommitted: a thread on its own connection would not
+        # see it (PostgreSQL) or would wait on the caller's write lock (SQLite).
+        if self.interval > 0 and not connection.in_atomic_block:
             self._thread = threading.Thread(target=self._run, daemon=True, name=self.name)
             self._thread.start()
         return self

@@ -116,9 +116,15 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and beat share the file: wait for locks instead of failing at once, and take
-    # the write lock when a transaction starts, so two writers queue instead of deadlocking.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # Web, five workers and beat share the file. WAL lets readers go on while one process writes;
+    # the busy timeout makes a writer wait for the lock instead of failing with "database is
+    # locked"; IMMEDIATE takes the write lock when a transaction starts, so two writers queue
+    # instead of one failing when it upgrades a read to a write.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+    })
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so a real Celery worker in a test sees the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}

@@ -7,7 +7,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Avg, Count, Max, Min, Q, Sum, Variance
+from django.db.models import Avg, Count, F, Max, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -40,15 +40,25 @@ def guardrail_since(now=None):
     return (now or timezone.now()) - timedelta(days=settings.ROUTER_GUARDRAIL_WINDOW_DAYS)
 
 
+def sample_variance(n: int, total, squares) -> float:
+    """The sample variance from a count, a sum and a sum of squares, which every database
+    aggregates alike (SQLite's VAR_SAMP raises on a single row where PostgreSQL's gives NULL).
+    0 below two values."""
+    if n < 2 or total is None or squares is None:
+        return 0.0
+    total, squares = float(total), float(squares)
+    return max(0.0, (squares - total * total / n) / (n - 1))
+
+
 def arm_calls(rollout: Rollout, *, now=None) -> dict:
     rows = (
         ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__gte=guardrail_since(now))
         .values("arm")
         .annotate(calls=Count("id"), errors=Count("id", filter=~Q(error="")), users=Count("user", distinct=True),
-                  total_cost=Sum("cost"), cost_mean=Avg("cost"), cost_var=Variance("cost", sample=True),
+                  total_cost=Sum("cost"), cost_mean=Avg("cost"), cost_sq=Sum(F("cost") * F("cost")),
                   ok_calls=Count("id", filter=Q(error="")),
-                  latency_mean=Avg("latency_ms", filter=Q(error="")),
-                  latency_var=Variance("latency_ms", filter=Q(error=""), sample=True))
+                  latency_sum=Sum("latency_ms", filter=Q(error="")),
+                  latency_sq=Sum(F("latency_ms") * F("latency_ms"), filter=Q(error="")))
     )
     out = {arm: {"calls": 0, "errors": 0, "users": 0, "cost": 0.0, "error_rate": 0.0, "cost_mean": 0.0,
                  "cost_var": 0.0, "ok_calls": 0, "latency_mean": 0.0, "latency_var": 0.0} for arm in ARMS}
@@ -58,9 +68,11 @@ def arm_calls(rollout: Rollout, *, now=None) -> dict:
             "calls": calls, "errors": row["errors"], "users": row["users"], "cost": float(row["total_cost"] or 0),
             "error_rate": row["errors"] / calls if calls else 0.0,
             # Per call, for the guardrails' sequential test on cost and latency (successful calls).
-            "cost_mean": float(row["cost_mean"] or 0), "cost_var": float(row["cost_var"] or 0),
-            "ok_calls": row["ok_calls"], "latency_mean": float(row["latency_mean"] or 0),
-            "latency_var": float(row["latency_var"] or 0),
+            "cost_mean": float(row["cost_mean"] or 0),
+            "cost_var": sample_variance(calls, row["total_cost"], row["cost_sq"]),
+            "ok_calls": row["ok_calls"],
+            "latency_mean": float(row["latency_sum"] or 0) / row["ok_calls"] if row["ok_calls"] else 0.0,
+            "latency_var": sample_variance(row["ok_calls"], row["latency_sum"], row["latency_sq"]),
         }
     return out
 
@@ -72,12 +84,13 @@ def arm_scores(rollout: Rollout, *, now=None) -> dict[str, dict[str, dict]]:
         CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS,
                                  call__created_at__gte=guardrail_since(now))
         .values("metric", "call__arm")
-        .annotate(mean=Avg("value"), var=Variance("value", sample=True), n=Count("id"))
+        .annotate(mean=Avg("value"), total=Sum("value"), sq=Sum(F("value") * F("value")), n=Count("id"))
         .order_by("metric")
     )
     out: dict[str, dict[str, dict]] = defaultdict(dict)
     for row in rows:
-        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "var": row["var"] or 0.0, "n": row["n"]}
+        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "var": sample_variance(row["n"], row["total"], row["sq"]),
+                                                "n": row["n"]}
     return dict(out)
 
 

@@ -3,12 +3,16 @@ rules judging every case through the gateway), once. Nothing here writes a resul
 
 from __future__ import annotations
 
+from lindy.demo import require
+
 from . import eval_matrix, eval_suite
-from .models import EvalMatrix
+from .models import EvalCell, EvalMatrix
 
 
 def seed(ctx) -> None:
     if EvalMatrix.objects.exists():
         return
     matrix = eval_matrix.matrix_create(targets=[eval_suite.OFFLINE_TARGET], actor=ctx.users.get("ops@lindy.test"))
-    eval_matrix.matrix_run_here(matrix)
+    matrix = eval_matrix.matrix_run_here(matrix)
+    failed = [str(cell) for cell in matrix.cells.filter(status=EvalCell.Status.FAILED)]
+    require("validator evals", not failed, f"eval cells failed: {', '.join(failed)}")
