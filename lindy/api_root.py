@@ -3,8 +3,9 @@ error is answered in the one shape of lindy.api_errors."""
 
 import logging
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.http import Http404
+from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.http import Http404, UnreadablePostError
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
@@ -76,6 +77,16 @@ def on_forbidden(request, exc):
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request, exc):
     return error_response(request, 413, "The request body is too large.")
+
+
+@api.exception_handler(MultiPartParserError)
+@api.exception_handler(BadRequest)
+@api.exception_handler(SuspiciousOperation)
+@api.exception_handler(UnreadablePostError)
+def on_unreadable_body(request, exc):
+    # A body Django can't read as what its Content-Type says (a multipart body without a boundary,
+    # a truncated upload): the client's fault, as Django's own views answer it.
+    return error_response(request, 400, f"The request body can't be read as its Content-Type says: {exc}"[:300])
 
 
 # Each app's ninja Router, mounted under /api/.

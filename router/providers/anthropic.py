@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 from django.conf import settings
 
 from ..types import CompletionRequest, ModelError, ProviderReply, ToolCall, Usage
+
+if TYPE_CHECKING:
+    import anthropic
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 # Tools declared with `defer_loading` (loaded by a tool-search result) need the advanced tool use
@@ -20,6 +22,10 @@ TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 
 @lru_cache(maxsize=8)
 def _client(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> anthropic.Anthropic:
+    # Imported here, not at the top: the SDK takes seconds to import, and every process (web, each
+    # worker, each management command) would pay that at start, offline or not.
+    import anthropic
+
     return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
 
@@ -94,6 +100,8 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
     kwargs = render(request)
     if any(t.get("defer_loading") for t in kwargs.get("tools") or []):
         kwargs["extra_headers"] = {"anthropic-beta": TOOL_SEARCH_BETA}
+    import anthropic
+
     try:
         message: anthropic.types.Message = client().messages.create(**kwargs)
     except anthropic.APIError as exc:
@@ -120,6 +128,8 @@ def complete(request: CompletionRequest, target=None) -> ProviderReply:
 
 
 def count_tokens(*, model: str, text: str) -> int:
+    import anthropic
+
     try:
         result = client().messages.count_tokens(model=model, messages=[{"role": "user", "content": text}])
     except anthropic.APIError as exc:

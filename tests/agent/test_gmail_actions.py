@@ -110,7 +110,7 @@ def test_gmail_down_through_the_budget_leaves_it_not_confirmed_then_the_sweep_fi
     incoming(google)
     started = time.monotonic()
     result, _ = run(cast, "archive_email", {"message_id": "m1"})
-    assert not result.ok and "not confirmed" in result.content and time.monotonic() - started < 6
+    assert not result.ok and "not confirmed" in result.content and time.monotonic() - started < 30  # no Retry-After wait (a loose bound)
     entry = OutboxEntry.objects.get()
     assert entry.status == "pending" and "gave up after 4 tries" in entry.error
     assert len(google.requests_to("POST", "/gmail/v1/users/me/messages/m1/modify")) == 4  # bounded

@@ -1,12 +1,12 @@
 """The hook: when the agent finishes a run, a real Celery worker scores it (analyst.tasks.task_score)."""
 
-import time
 
 import pytest
 
 from agent import services as agent_services
 from analyst.models import ScoredCall, TaskScore
 from router.models import CallScore
+from tests.waiting import wait_until
 
 
 @pytest.mark.celery_worker
@@ -15,9 +15,7 @@ def test_a_finished_run_is_scored_by_the_worker_with_every_call_of_the_run(cast,
     celery_worker_process.start()
     task = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="c1", messages=[
         {"text": "Send an email to jane@initech.test saying the contract is signed."}])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not TaskScore.objects.filter(task=task).exists():
-        time.sleep(0.3)
+    wait_until(lambda: TaskScore.objects.filter(task=task).exists(), what=celery_worker_process.log)
     score = TaskScore.objects.get(task=task)
     assert score.score == 1.0 and score.stopped == "done" and score.provider == "offline"
     routes = sorted(ScoredCall.objects.filter(task_score=score).values_list("route", flat=True))

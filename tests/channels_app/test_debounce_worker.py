@@ -1,5 +1,6 @@
-"""Debounce with a real Celery worker on Redis: one bundle ~3 s after the last message, and a
-worker killed mid-window loses nothing and answers nothing twice."""
+"""Debounce with a real Celery worker on Redis: one bundle after the last message's quiet window, and
+a worker killed mid-window loses nothing and answers nothing twice. Every wait is on state (a call
+recorded, the worker settled, a row's status), with a deadline a loaded machine can meet."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.channels_app import recorder
 from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
 from tests.factories import UserFactory
 from tests.fakes.linq import FakeLinq, message_received, signed
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
 
@@ -39,13 +41,8 @@ def send(profile, line, text):
     return time.time()
 
 
-def wait_for_calls(count: int, timeout: float) -> list[dict]:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        calls = recorder.calls()
-        if len(calls) >= count:
-            return calls
-        time.sleep(0.1)
+def wait_for_calls(count: int, worker) -> list[dict]:
+    wait_until(lambda: len(recorder.calls()) >= count, what=lambda: f"{count} agent call(s)\n{worker.log()}")
     return recorder.calls()
 
 
@@ -65,7 +62,7 @@ def test_three_messages_one_second_apart_make_one_bundle(celery_worker_process, 
     time.sleep(1)
     last = send(profile, line, "also what's the weather in SF?")
 
-    calls = wait_for_calls(1, timeout=15)
+    calls = wait_for_calls(1, celery_worker_process)
     assert len(calls) == 1, celery_worker_process.log()
     call = calls[0]
     assert call["user"] == user.email
@@ -73,8 +70,10 @@ def test_three_messages_one_second_apart_make_one_bundle(celery_worker_process, 
     assert [m["text"] for m in call["messages"]] == [
         "hey", "what's my day look like?", "also what's the weather in SF?",
     ]
-    assert 2.8 <= call["at"] - last <= 5.0, call["at"] - last
-    time.sleep(2)
+    # Not before the window after the last message closed (how soon after is a benchmark's
+    # question, not this test's: a loaded machine may start the task late).
+    assert call["at"] - last >= 2.8, call["at"] - last
+    celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1  # the earlier windows' tasks found nothing to do
     assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHED
     assert wiring.typing("POST"), "typing starts when the bundle is dispatched"
@@ -84,19 +83,18 @@ def test_worker_killed_between_arrival_and_dispatch_loses_nothing(celery_worker_
     _, line, profile = _people()
     celery_worker_process.start()
     send(profile, line, "first")
-    time.sleep(0.5)
-    send(profile, line, "second")
-    time.sleep(0.5)
+    last = send(profile, line, "second")
+    wait_until(lambda: b"received" in celery_worker_process.log_path.read_bytes(), what="the worker held a task")
     celery_worker_process.kill()  # it holds both countdown tasks, unacknowledged
-    time.sleep(3)  # the window closes while no worker runs
+    wait_until(lambda: time.time() - last > 3.5, what="the window closed while no worker ran")
     assert recorder.calls() == []
     assert InboundMessage.objects.filter(bundle__isnull=True).count() == 2  # stored, waiting
 
     celery_worker_process.start()
-    calls = wait_for_calls(1, timeout=60)  # a loaded machine starts a worker slowly
+    calls = wait_for_calls(1, celery_worker_process)
     assert len(calls) == 1, celery_worker_process.log()
     assert [m["text"] for m in calls[0]["messages"]] == ["first", "second"]
-    time.sleep(3)
+    celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1
     assert InboundBundle.objects.count() == 1
 
@@ -108,7 +106,7 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
 
     from channels_app import services
     from channels_app.services.dispatch import dispatch_lease_seconds
-    from lindy.models import Membership
+    from lindy.models import Membership, TaskEvent
     from tests.factories import TeamFactory
 
     monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record_act_then_hang")
@@ -117,19 +115,23 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     Membership.objects.create(team=TeamFactory(name="Acme"), user=user, role=Membership.Role.MEMBER)
     celery_worker_process.start()
     send(profile, line, "what's my day?")
-    assert len(wait_for_calls(1, timeout=15)) == 1, celery_worker_process.log()
-    time.sleep(0.5)
+    assert len(wait_for_calls(1, celery_worker_process)) == 1, celery_worker_process.log()
+    wait_until(lambda: TaskEvent.objects.filter(actor="assistant").exists(), what="the agent acted")
     celery_worker_process.kill()  # mid-run, after the agent acted
     assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHING
 
     monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record")
     celery_worker_process.start()  # its start-up recovery runs; a redelivery may come
-    time.sleep(8)
+    # The lost delivery comes back after the 5 s visibility timeout: wait past it, then until the
+    # worker has finished whatever it received.
+    killed = time.time()
+    wait_until(lambda: time.time() - killed > 6, what="the visibility timeout passed")
+    celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1, celery_worker_process.log()
 
     # Long after, the sweep finds the run dead: the agent had acted, so it is failed, not re-run.
     InboundBundle.objects.update(claimed_at=timezone.now() - timedelta(seconds=dispatch_lease_seconds() + 1))
     assert services.debounce_recover()["failed"] == 1
-    time.sleep(3)
+    celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1
     assert InboundBundle.objects.get().status == InboundBundle.Status.FAILED

@@ -4,8 +4,6 @@ still pending; the worker processes the event once, however often Slack retries 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.test import Client, override_settings
 
@@ -14,6 +12,7 @@ from tests.channels_app.factories import SlackInstallationFactory
 from tests.factories import TeamFactory
 from tests.fakes.http import Reply
 from tests.fakes.slack_api import FakeSlack, member_joined, signed_event
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
 
@@ -26,15 +25,6 @@ def slack(monkeypatch):
             monkeypatch.setenv(key, value)
         with override_settings(**fake.settings()):
             yield fake
-
-
-def wait_for(predicate, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def post(body: bytes, headers: dict, **extra):
@@ -51,11 +41,10 @@ def test_event_is_answered_at_once_then_processed_once_though_slack_retries(cele
     body, headers = signed_event(member_joined("C0PUBLIC01"))
     post(b'{"type": "event_callback"}', {})  # a first request warms the URLconf and the app up
 
-    started = time.monotonic()
     response = post(body, headers)
-    elapsed = time.monotonic() - started
     assert response.status_code == 200, response.content
-    assert elapsed < 0.3, elapsed
+    # Answered before the processing (which waits 1.5 s on Slack) finished: the event is still
+    # to be done when the answer is back. (How fast the answer is, is the benchmark's question.)
     event = SlackEvent.objects.get()
     assert event.status in (SlackEvent.Status.PENDING, SlackEvent.Status.PROCESSING)
     assert event.event_type == "member_joined_channel"
@@ -66,12 +55,11 @@ def test_event_is_answered_at_once_then_processed_once_though_slack_retries(cele
         retry = post(body, headers, HTTP_X_SLACK_RETRY_NUM=str(attempt), HTTP_X_SLACK_RETRY_REASON="http_timeout")
         assert retry.status_code == 200
 
-    assert wait_for(lambda: SlackEvent.objects.filter(status=SlackEvent.Status.DONE).exists(), 30), \
-        celery_worker_process.log()
+    wait_until(lambda: SlackEvent.objects.filter(status=SlackEvent.Status.DONE).exists(), what=celery_worker_process.log)
     channel = SlackChannel.objects.get(channel_id="C0PUBLIC01")
     assert channel.active and not channel.is_private
     assert channel.use_for_team_memory  # a public channel the assistant was added to feeds team memory
-    time.sleep(2)  # any duplicate would have run by now
+    celery_worker_process.wait_settled()  # whatever the retries queued has run by now
     assert len(slack.calls("conversations.info")) == 1, celery_worker_process.log()
     event = SlackEvent.objects.get()
     assert (event.retries, event.retry_reason, event.attempts) == (2, "http_timeout", 1)

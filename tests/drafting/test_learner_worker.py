@@ -4,8 +4,6 @@ drafting.md as a revision by the learner."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from drafting.learner.models import LearnerRun, Proposal
@@ -13,6 +11,7 @@ from drafting.services.context import context_read
 from lindy import queue
 from memory.models import Revision
 from tests.factories import TeamFactory, member_of
+from tests.waiting import wait_until
 
 from .learner_helpers import STALE, SUBJECTS, carol_reply, drafted, paired, set_context
 
@@ -28,14 +27,8 @@ def test_the_cadence_job_on_a_real_worker_runs_the_due_learner_and_writes_its_ed
         paired(draft, carol_reply(draft))
     celery_worker_process.start()
     queue.enqueue("drafting.tasks.learner_cadence")
-    deadline = time.monotonic() + 120
-    run = None
-    while time.monotonic() < deadline:
-        run = LearnerRun.objects.filter(user=user).exclude(outcome=LearnerRun.Outcome.RUNNING).first()
-        if run is not None:
-            break
-        time.sleep(0.5)
-    assert run is not None, celery_worker_process.log()
+    run = wait_until(lambda: LearnerRun.objects.filter(user=user).exclude(outcome=LearnerRun.Outcome.RUNNING).first(),
+                     what=celery_worker_process.log)
     assert run.outcome == LearnerRun.Outcome.ACCEPTED, (run.message, celery_worker_process.log())
     proposal = run.proposals.get()
     assert proposal.status == Proposal.Status.ACCEPTED

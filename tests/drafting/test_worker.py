@@ -3,13 +3,12 @@ hydration's items_stored signal) drafts the question in its thread and skips the
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from drafting.models import Draft
 from hydration import services as hydration_services
 from memory import services as memory_services
+from tests.waiting import wait_until
 
 from .helpers import connect, inbound
 
@@ -26,12 +25,7 @@ def test_a_real_worker_drafts_the_mail_a_hydration_run_stored(cast, google, cele
     fs = memory_services.filesystem_for_user(cast.member)
     celery_worker_process.start()
     hydration_services.run_trigger(filesystem=fs, trigger="manual", user=cast.member)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        done = Draft.objects.exclude(status=Draft.Status.PENDING).count()
-        if done == 2:
-            break
-        time.sleep(0.5)
+    wait_until(lambda: Draft.objects.exclude(status=Draft.Status.PENDING).count() == 2, what=celery_worker_process.log)
     drafts = {d.gmail_message_id: d for d in Draft.objects.all()}
     assert set(drafts) == {"q1", "n1"}, celery_worker_process.log()
     assert drafts["q1"].status == Draft.Status.SAVED and drafts["q1"].gmail_thread_id == "t-ren"

@@ -87,7 +87,7 @@ def test_healthz_is_503_json_naming_cache_and_broker_when_redis_is_down(redis_do
     assert body["database"] == "ok"
     assert body["cache"].startswith("error") and body["broker"].startswith("error")
     assert body["failing"] == ["cache", "broker"]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the connect timeout (5 s), not a hang; loose for a loaded machine
 
 
 def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, caplog):
@@ -178,7 +178,7 @@ def test_linq_webhook_stores_the_message_with_the_broker_down(cast, redis_down, 
             response = Client().post("/channels/imessage/webhook", body, content_type="application/json", **headers)
     assert response.status_code == 200, response.content[:300]
     message = InboundMessage.objects.get(text="hi")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the connect timeout (5 s), not a hang; loose for a loaded machine
     # Once the broker is back, the recovery sweep (beat) queues the stored message's conversation.
     fired = []
     monkeypatch.setattr(channels_queue, "task_send", lambda name, *args, **kwargs: fired.append((name, args[0])))

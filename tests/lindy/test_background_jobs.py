@@ -11,20 +11,17 @@ from django_celery_beat.models import PeriodicTask
 from lindy import schedules
 from lindy.celery import app
 from lindy.tasks import heartbeat, ping
+from tests.waiting import wait_until
 
 
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_runs_a_task(celery_worker_process):
-    import time
 
     celery_worker_process.start()
     token = uuid.uuid4().hex
     ping.delay(token)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and cache.get(f"lindy:ping:{token}") is None:
-        time.sleep(0.1)
-    assert cache.get(f"lindy:ping:{token}") is not None, celery_worker_process.log()
+    wait_until(lambda: cache.get(f"lindy:ping:{token}") is not None, what=celery_worker_process.log)
 
 
 def test_task_defaults_are_safe():

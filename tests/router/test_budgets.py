@@ -102,7 +102,9 @@ def test_an_interactive_call_waits_briefly_then_fails_closed(online, settings, c
     with pytest.raises(ModelError, match="budget .* is used up") as raised:
         gateway.complete(route="validator", user=cast.member, messages=messages)
     assert isinstance(raised.value, budgets.BudgetExhausted) and raised.value.retry_after > 0.2
-    assert time.monotonic() - started < 1
+    # Failed after its brief wait, not after the minute the budget takes to refill (the bound is
+    # loose so a loaded machine can't fail it; the gap to a minute is what it tells apart).
+    assert time.monotonic() - started < 10
     assert online == ["validator"]  # the refused call never reached the provider
 
 

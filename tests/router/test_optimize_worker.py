@@ -3,12 +3,12 @@ task resumes from the last generation stored in the run's row (gepa's state), no
 
 import os
 import signal
-import time
 
 import pytest
 
 from router import services
 from router.models import OptimizationRun, PromptVariant, Target
+from tests.waiting import wait_until
 
 from .helpers import route
 
@@ -20,12 +20,9 @@ def test_a_run_whose_worker_is_killed_resumes_from_its_last_generation(celery_wo
     target = Target.objects.get(name="offline-rules")
     celery_worker_process.start("--pool=prefork", "--concurrency=1")
     run = services.optimization_run_start(route=validator, target=target, budget_usd="1", budget_calls=700)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.generation >= 2 or not run.is_active:
-            break
-        time.sleep(0.2)
+    wait_until(lambda: (lambda r: r.generation >= 2 or not r.is_active)(OptimizationRun.objects.get(pk=run.pk)),
+               what=celery_worker_process.log)
+    run.refresh_from_db()
     assert run.status == "running" and run.generation >= 2, (run.status, run.log, celery_worker_process.log())
     assert run.state  # gepa's state of the last finished generation, in the database
     killed_at_generation = run.generation
@@ -33,9 +30,7 @@ def test_a_run_whose_worker_is_killed_resumes_from_its_last_generation(celery_wo
     assert child != celery_worker_process.proc.pid  # the pool's child, not the worker
     first_task = run.lease_task_id
     os.kill(child, signal.SIGKILL)
-    killed = time.monotonic()
-    while time.monotonic() < killed + 300 and OptimizationRun.objects.get(pk=run.pk).is_active:
-        time.sleep(0.5)
+    wait_until(lambda: not OptimizationRun.objects.get(pk=run.pk).is_active, timeout=600, what=celery_worker_process.log)
     run.refresh_from_db()
     assert run.status == "done", (run.status, run.error, run.log, celery_worker_process.log())
     assert run.attempts == 2 and run.lease_task_id == first_task  # the same message, redelivered at once

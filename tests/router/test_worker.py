@@ -1,7 +1,6 @@
 """An eval started from the UI runs on a real Celery worker against an OpenAI-compatible server."""
 
 import json
-import time
 
 import pytest
 
@@ -9,6 +8,7 @@ from router.models import EvalRun, Route
 from tests.conftest import client_for
 from tests.fakes.http import Reply
 from tests.fakes.openai_chat import PATH, FakeChatCompletions, completion
+from tests.waiting import wait_until
 
 from .helpers import cheap_target
 
@@ -33,13 +33,8 @@ def test_eval_runs_on_a_worker(celery_worker_process, cast, monkeypatch):
         response = client_for(cast.superuser).post("/router/routes/validator/evals/", {"target": target.pk, "variant": "default"})
         run = EvalRun.objects.get()
         assert response["Location"] == f"/router/evals/{run.pk}/"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            run.refresh_from_db()
-            if run.status == "done":
-                break
-            time.sleep(0.3)
-        assert run.status == "done", celery_worker_process.log()
+        wait_until(lambda: EvalRun.objects.get(pk=run.pk).status == "done", what=celery_worker_process.log)
+        run.refresh_from_db()
     # The 33 block cases pass, and the 2 exempt ones; only the cases the product does not answer
     # by itself (exempt, no justification, arguments the user never wrote) reach the model.
     assert (run.completed, run.passed, run.provider_used) == (60, 35, "openai")
