@@ -271,6 +271,21 @@ class EvalCell(models.Model):
         return self.latency_ms_total // self.model_calls if self.model_calls else None
 
     @property
+    def reads_prompt(self) -> bool:
+        """False on the offline rules: they judge the request's data, whatever the prompt variant, so
+        their one cell stands for every variant (eval_matrix.cell_variants)."""
+        return self.target.provider != "offline"
+
+    @property
+    def variant_label(self) -> str:
+        return self.variant if self.reads_prompt else "any (the offline rules read no prompt)"
+
+    @property
+    def name(self) -> str:
+        return (f"{self.target.name}:{self.variant if self.reads_prompt else 'any-variant'}"
+                + (":quality-on" if self.quality else ""))
+
+    @property
     def progress_percent(self) -> int:
         return int(100 * self.completed / self.total) if self.total else 0
 

@@ -30,6 +30,6 @@ def test_the_matrix_fans_out_to_a_worker_on_the_evals_queue(celery_worker_proces
         time.sleep(0.5)
     assert matrix.status == "done", celery_worker_process.log()
     cells = list(matrix.cells.all())
-    assert [c.status for c in cells] == ["done"] * 3
+    assert [c.status for c in cells] == ["done"]  # the offline rules: one cell for every prompt variant
     assert all(c.completed == matrix.case_count == 60 for c in cells)
     assert matrix.gate_passed is not None
