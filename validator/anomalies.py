@@ -33,6 +33,7 @@ import logging
 import math
 from collections import defaultdict
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -204,16 +205,18 @@ def block_rate_alerts_check(*, now: datetime | None = None) -> list[BlockRateAle
             p_value=result["p_value"], alpha=alpha, peak_rate=result["rate"], last_anomalous_at=now, created_at=now,
         )
         raised.append(alert)
-        alert_id = alert.pk
         # Once per episode: the push is queued for the new alert only, never for a later hour of it.
-        transaction.on_commit(lambda alert_id=alert_id: queue.enqueue_or_log(
-            PUSH_TASK, alert_id, then="the alert is on the cost & alerts page, but support was not told"))
+        transaction.on_commit(partial(_queue_push, alert.pk))
     # Open alerts not anomalous this hour: closed once quiet for QUIET_HOURS.
     quiet_since = now - HOUR * QUIET_HOURS
     for alert in open_alerts.values():
         if alert.last_anomalous_at <= quiet_since:
             BlockRateAlert.objects.filter(pk=alert.pk).update(status=BlockRateAlert.Status.CLOSED, closed_at=now)
     return raised
+
+
+def _queue_push(alert_id: int) -> None:
+    queue.enqueue_or_log(PUSH_TASK, alert_id, then="the alert is on the cost & alerts page, but support was not told")
 
 
 def alert_line(alert: BlockRateAlert) -> str:
