@@ -136,3 +136,14 @@ def test_an_agent_tool_choice_that_forbids_the_verdict_is_a_separate_call(cast, 
     sent = agent_turn(cast, fake, tool_choice={"type": "auto"})
     decision = validate(cast, fake, {**sent, "tool_choice": {"type": "none"}})
     assert decision.validation_mode == "separate" and "tool_choice (none)" in decision.mode_note
+
+
+def test_with_tool_choice_auto_a_reply_without_the_verdict_blocks(cast, fake):
+    """`auto` lets the model answer in text: the guard refuses anything but one record_verdict call."""
+    sent = agent_turn(cast, fake, tool_choice={"type": "auto"})
+    fake.reply_text("Looks fine to me, go ahead.")
+    decision = services.check(user=cast.member, team=cast.team, task=_task(cast), tool="send_email",
+                              arguments=EMAIL, justification=JUSTIFICATION, agent_request=sent)
+    assert decision.validation_mode == "shared_prefix"
+    assert decision.status == Decision.Status.BLOCKED and not decision.approved and decision.validator_failure
+    assert "not JSON" in decision.failure_reason
