@@ -32,6 +32,8 @@ from . import prompts, tools
 logger = logging.getLogger(__name__)
 
 ROUTE = "agent"
+# The validator sends the same (validator V2): a different tool_choice would drop the cached messages.
+TOOL_CHOICE = {"type": "auto"}
 # The validator's own tools in the agent's list (deferred record_verdict and its loader).
 VALIDATOR_TOOLS = frozenset({validator_prompts.VERDICT_TOOL, validator_prompts.TOOL_SEARCH})
 MAX_TURNS = 8
@@ -169,11 +171,14 @@ def _run(task: AgentTask, *, channel: str | None, max_turns: int) -> RunResult:
         result.turns += 1
         # What this turn sends, as sent: the validator rides its prefix (and cache).
         sent_messages = list(messages)
-        sent = {"system": system, "tools": agent_tools, "messages": sent_messages, "cache_messages": (-1,)}
+        # The model, tool_choice and image handling are part of what the cache keys on.
+        sent = {"system": system, "tools": agent_tools, "messages": sent_messages, "cache_messages": (-1,),
+                "tool_choice": TOOL_CHOICE, "model": assignment.target.model,
+                "accepts_images": assignment.target.accepts_images}
         try:
             completion = gateway.complete(
                 route=ROUTE, user=user, team=team, assignment=assignment, system=system, messages=sent_messages,
-                tools=agent_tools, tool_choice={"type": "auto"}, cache_messages=(-1,),
+                tools=agent_tools, tool_choice=TOOL_CHOICE, cache_messages=(-1,),
             )
         except ModelError as exc:
             logger.warning("agent turn failed on task %s: %s", task.pk, exc)

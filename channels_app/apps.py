@@ -7,7 +7,7 @@ class ChannelsAppConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
-        from lindy import erasure, home, navigation, schedules
+        from lindy import erasure, home, navigation, ops_alerts, schedules
         from router.routing import register_route
 
         # Register the Celery tasks in every process (web too): services queue them by name.
@@ -21,6 +21,11 @@ class ChannelsAppConfig(AppConfig):
         from .services.media import TRANSCRIBE_ROUTE
 
         erasure.register("channels.inbound_messages", user_texts_erase)
+        # Other apps' operational alerts (the validator's block rates) go to the same people and channel.
+        from .services.alerts import email_support, post_to_ops_slack
+
+        ops_alerts.register("email", email_support)
+        ops_alerts.register("slack", post_to_ops_slack)
 
         # Speech to text: no prompt to vary, so only the default variant (router.variants).
         register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False,

@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from . import budgets, routing
+from . import budgets, prompt_cache, routing
 from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
 from .providers import anthropic as anthropic_provider
@@ -234,6 +234,27 @@ def rendered_prompt(*, system: str | list[dict] = "", tools: list[dict] | None =
         blocks = [content] if isinstance(content, str) else content or []
         parts += [f"[{message.get('role')}]"] + [text(block) for block in blocks]
     return "\n".join(parts)
+
+
+def request_body(*, model: str, system: str | list[dict] = "", messages: list[dict], tools: list[dict] | None = None,
+                 tool_choice: dict | None = None, cache_messages: tuple[int, ...] = (),
+                 accepts_images: bool = True) -> dict:
+    """The Messages API body a call with these parts sends to `model` (cache breakpoints placed, and
+    images as text notes for a target that does not read them, as `complete` does)."""
+    if not accepts_images:
+        messages = images_as_text(messages)
+    request = CompletionRequest(
+        route="", system=system, messages=messages, tools=tools, tool_choice=tool_choice, model=model,
+        cache_messages=tuple(sorted({i % len(messages) for i in cache_messages})) if messages else (),
+    )
+    return anthropic_provider.render(request)
+
+
+def cached_prefix_share(first: dict, second: dict) -> float:
+    """Share of the request body `second`'s prompt that the provider's cache would serve from what
+    `first` (sent just before) wrote, under the documented invalidation rules (router.prompt_cache):
+    the same model, tools, system and messages up to a breakpoint, the same tool_choice and images."""
+    return prompt_cache.read_share(first, second)
 
 
 def shared_prefix_share(first: str, second: str) -> float:

@@ -6,37 +6,47 @@ Every hour (beat: validator.tasks.block_rate_anomalies) the job
    variant (the variant only for decisions a model judged), once;
 2. for each tool and variant, compares the block rate of the last `VALIDATOR_ANOMALY_WINDOW_HOURS`
    with its trailing baseline (the `VALIDATOR_ANOMALY_BASELINE_HOURS` before the window) with a
-   one-sided exact binomial test: the chance of at least the window's blocks if the true rate were
-   the baseline's (smoothed: (blocked + ½) / (total + 1), so an empty baseline does not make one
-   block infinitely surprising);
-3. raises a BlockRateAlert when that chance is below `VALIDATOR_ANOMALY_ALPHA`.
+   exact binomial test each way: the chance of at least the window's blocks (a rise) or of at most
+   them (a drop) if the true rate were the baseline's (smoothed: (blocked + ½) / (total + 1), so
+   an empty baseline does not make one block infinitely surprising);
+3. raises a BlockRateAlert when either chance is below `VALIDATOR_ANOMALY_ALPHA`. A drop matters
+   as much as a rise: a validator that suddenly stops blocking (40 % → 0 %) is failing open.
 
-False-alarm rate: each (key, hour) test is at level alpha = 1e-6 by default. With about 20 keys
-(15 tools, 3 variants) checked 720 times a month, the Bonferroni bound on false alarms is
-20 × 720 × 1e-6 ≈ 0.014 a month under a steady rate. A 10 % baseline still alerts within the hour
-on a jump to 50 % with 20 validations, or to 30 % with about 60 (a rate this test sees, the
-page shows).
+False-alarm rate: each (key, hour, direction) test is at level alpha = 1e-6 by default. With about
+20 keys (15 tools, 3 variants) checked 720 times a month in two directions, the Bonferroni bound
+on false alarms is 2 × 20 × 720 × 1e-6 ≈ 0.03 a month under a steady rate. A 10 % baseline still
+alerts within the hour on a jump to 50 % with 20 validations, or to 30 % with about 60; a 40 %
+baseline alerts on an hour of 0 % with about 30 validations (0.6^28 < 1e-6).
 
-Alerts are deduplicated by episode: while a key's alert is open, later anomalous hours update it
-(hours, peak rate, last window); it closes after `QUIET_HOURS` without an anomalous hour. The
-router's guardrail reads open alerts for the validator route (apps.py registers the hook): an
-alert on a rollout's candidate prompt variant rolls it back, any other open alert holds it.
+Alerts are deduplicated by episode: while a key's alert is open, later anomalous hours in the same
+direction update it (hours, most extreme rate, last window); one the other way closes it and opens
+another; it closes after `QUIET_HOURS` without an anomalous hour. Each new alert is pushed once to
+the people and channels of channel alerts (lindy.ops_alerts: support's email, the ops Slack
+channel), by the task `PUSH_TASK`. The router's guardrail reads open alerts for the validator
+route (apps.py registers the hook): an alert on a rollout's candidate prompt variant rolls it
+back, any other open alert holds it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from lindy import ops_alerts, queue
+
 from .daily_stats import VALIDATED
-from .models import BlockRateAlert, BlockRateHour, BlockRateRollup, Decision
+from .models import BlockRateAlert, BlockRateAlertPush, BlockRateHour, BlockRateRollup, Decision
+
+logger = logging.getLogger(__name__)
 
 HOUR = timedelta(hours=1)
 # A window needs this many validations, and its baseline this many, before a test means anything.
@@ -47,6 +57,8 @@ QUIET_HOURS = 24
 # A decision stamped at 10:59:59 may commit a moment later: an hour is rolled up once this has passed.
 SETTLE = timedelta(minutes=5)
 ROLLUP_PK = 1
+PUSH_TASK = "validator.tasks.block_rate_alert_push"
+RISE, DROP = BlockRateAlert.Direction.RISE, BlockRateAlert.Direction.DROP
 
 
 def hour_floor(moment: datetime) -> datetime:
@@ -63,9 +75,26 @@ def binomial_sf(k: int, n: int, p: float) -> float:
         return 0.0
     if p >= 1:
         return 1.0
+    return _mass(range(k, n + 1), n, p)
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), exactly (summed in log space: a tiny tail stays exact)."""
+    if k >= n:
+        return 1.0
+    if k < 0:
+        return 0.0
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 0.0
+    return _mass(range(0, k + 1), n, p)
+
+
+def _mass(outcomes: range, n: int, p: float) -> float:
     log_p, log_q = math.log(p), math.log1p(-p)
     terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-             for i in range(k, n + 1)]
+             for i in outcomes]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
@@ -125,16 +154,19 @@ def window_stats(*, now: datetime) -> dict[tuple[str, str], dict]:
 
 
 def test(entry: dict, alpha: float) -> dict:
-    """The window's block rate against its baseline: {testable, p_value, anomalous, rate, baseline}."""
+    """The window's block rate against its baseline, both ways: {testable, p_value, anomalous,
+    direction, rate, baseline}. p_value is the tail on the side the rate moved to."""
     n, k = entry["total"], entry["blocked"]
     nb, kb = entry["baseline_total"], entry["baseline_blocked"]
     baseline = (kb + 0.5) / (nb + 1)
     if n < MIN_WINDOW or nb < MIN_BASELINE:
-        return {"testable": False, "p_value": None, "anomalous": False, "rate": k / n if n else 0.0,
-                "baseline": baseline}
-    p_value = binomial_sf(k, n, baseline)
-    return {"testable": True, "p_value": p_value, "anomalous": p_value < alpha and k / n > baseline,
-            "rate": k / n, "baseline": baseline}
+        return {"testable": False, "p_value": None, "anomalous": False, "direction": None,
+                "rate": k / n if n else 0.0, "baseline": baseline}
+    rate = k / n
+    direction = RISE if rate > baseline else DROP
+    p_value = binomial_sf(k, n, baseline) if direction == RISE else binomial_cdf(k, n, baseline)
+    return {"testable": True, "p_value": p_value, "anomalous": p_value < alpha and rate != baseline,
+            "direction": direction, "rate": rate, "baseline": baseline}
 
 
 def block_rate_alerts_check(*, now: datetime | None = None) -> list[BlockRateAlert]:
@@ -151,23 +183,30 @@ def block_rate_alerts_check(*, now: datetime | None = None) -> list[BlockRateAle
         if not result["anomalous"]:
             continue
         alert = open_alerts.pop((dimension, key), None)
+        if alert is not None and alert.direction != result["direction"]:
+            # The rate swung past its baseline the other way: that episode is over, this is another.
+            BlockRateAlert.objects.filter(pk=alert.pk).update(status=BlockRateAlert.Status.CLOSED, closed_at=now)
+            alert = None
         if alert is not None:
             if alert.window_end < entry["window_end"]:  # a new anomalous hour of the same episode
                 alert.window_end = entry["window_end"]
                 alert.hours_anomalous += 1
                 alert.last_anomalous_at = now
-                alert.peak_rate = max(alert.peak_rate, result["rate"])
+                extreme = max if alert.direction == RISE else min
+                alert.peak_rate = extreme(alert.peak_rate, result["rate"])
                 alert.p_value = min(alert.p_value, result["p_value"])
                 alert.save(update_fields=["window_end", "hours_anomalous", "last_anomalous_at", "peak_rate",
                                           "p_value"])
             continue
         alert = BlockRateAlert.objects.create(
-            dimension=dimension, key=key, window_start=entry["window_start"], window_end=entry["window_end"],
-            blocked=entry["blocked"], total=entry["total"], baseline_blocked=entry["baseline_blocked"],
-            baseline_total=entry["baseline_total"], p_value=result["p_value"], alpha=alpha,
-            peak_rate=result["rate"], last_anomalous_at=now, created_at=now,
+            dimension=dimension, key=key, direction=result["direction"], window_start=entry["window_start"],
+            window_end=entry["window_end"], blocked=entry["blocked"], total=entry["total"],
+            baseline_blocked=entry["baseline_blocked"], baseline_total=entry["baseline_total"],
+            p_value=result["p_value"], alpha=alpha, peak_rate=result["rate"], last_anomalous_at=now, created_at=now,
         )
         raised.append(alert)
+        # Once per episode: the push is queued for the new alert only, never for a later hour of it.
+        transaction.on_commit(partial(_queue_push, alert.pk))
     # Open alerts not anomalous this hour: closed once quiet for QUIET_HOURS.
     quiet_since = now - HOUR * QUIET_HOURS
     for alert in open_alerts.values():
@@ -176,14 +215,70 @@ def block_rate_alerts_check(*, now: datetime | None = None) -> list[BlockRateAle
     return raised
 
 
+def _queue_push(alert_id: int) -> None:
+    queue.enqueue_or_log(PUSH_TASK, alert_id, then="the alert is on the cost & alerts page, but support was not told")
+
+
+def alert_line(alert: BlockRateAlert) -> str:
+    moved = "jumped" if alert.direction == RISE else "dropped"
+    return (f"validator block rate of {alert.get_dimension_display().lower()} {alert.key} {moved} to "
+            f"{alert.blocked}/{alert.total} ({alert.rate:.0%}) from a baseline of {alert.baseline_rate:.1%} "
+            f"(binomial p={alert.p_value:.1e} < {alert.alpha:g}; alert #{alert.pk})")
+
+
+def alert_text(alert: BlockRateAlert) -> tuple[str, str]:
+    """Subject and body of the push: figures only, never an action's content."""
+    moved = "rose" if alert.direction == RISE else "dropped"
+    subject = (f"[Lindy] Validator block rate {moved}: {alert.get_dimension_display().lower()} {alert.key} at "
+               f"{alert.rate:.0%} (baseline {alert.baseline_rate:.0%})")
+    meaning = ("The validator is blocking far more than usual: a prompt or model change, or an attack wave."
+               if alert.direction == RISE else
+               "The validator is blocking far less than usual: it may be failing open (a prompt or model change "
+               "that approves what it used to block), or an attack it no longer catches.")
+    body = (
+        f"{alert_line(alert)}.\n{meaning}\n"
+        f"Window {alert.window_start:%Y-%m-%d %H:%M}–{alert.window_end:%H:%M} UTC; baseline "
+        f"{alert.baseline_blocked}/{alert.baseline_total} over the {settings.VALIDATOR_ANOMALY_BASELINE_HOURS} h before.\n"
+        "An open alert holds validator rollouts. Details: /validator/cache/"
+    )
+    return subject, body
+
+
+def alert_push(*, alert_id: int) -> dict[str, bool]:
+    """Tell support about one alert by every registered way (lindy.ops_alerts), each once per
+    episode: the BlockRateAlertPush row is the claim. A way that is not set up gives its claim back
+    (nothing was sent); one that fails gives it back and raises (the task retries it alone).
+    Returns what was sent, by way."""
+    alert = BlockRateAlert.objects.filter(pk=alert_id).first()
+    ways = ops_alerts.ways()
+    sent = {name: False for name in ways}
+    if alert is None:
+        return sent
+    subject, body = alert_text(alert)
+    for name, send in ways.items():
+        try:
+            with transaction.atomic():
+                claim = BlockRateAlertPush.objects.create(alert=alert, way=name)
+        except IntegrityError:
+            continue  # told this way already
+        try:
+            sent[name] = bool(send(subject, body))
+        except Exception:
+            claim.delete()
+            raise
+        if not sent[name]:
+            claim.delete()
+    if not ways or not any(sent.values()) and not alert.pushes.exists():
+        logger.warning("Block-rate alert %s: no way to tell support is set up (email or Slack)", alert.pk)
+    return sent
+
+
 def guardrail_findings(rollout, now=None) -> list[dict]:
     """For the router's guardrail on the validator route: open block-rate alerts. One on the
     candidate's prompt variant is harm (roll back); any other holds the stage."""
     findings = []
     for alert in BlockRateAlert.objects.filter(status=BlockRateAlert.Status.OPEN).order_by("pk"):
-        line = (f"validator block rate of {alert.get_dimension_display().lower()} {alert.key} jumped to "
-                f"{alert.blocked}/{alert.total} ({alert.rate:.0%}) from a baseline of {alert.baseline_rate:.1%} "
-                f"(binomial p={alert.p_value:.1e} < {alert.alpha:g}; alert #{alert.pk})")
+        line = alert_line(alert)
         on_candidate = alert.dimension == "variant" and alert.key == rollout.candidate_variant \
             and rollout.candidate_variant != rollout.baseline_variant
         findings.append({"verdict": "harm" if on_candidate else "hold", "line": line})

@@ -46,6 +46,15 @@ def suite_cases() -> list[dict]:
     return eval_suite.file_cases() + accepted_cases()
 
 
+def cell_variants(target: Target, variants: list[str]) -> list[str]:
+    """The prompt variants a target gets a cell for. The offline rules read the request's data,
+    never its prompt (validator.offline), so cells for several variants on them would be one
+    measurement counted several times: one cell stands for them all (EvalCell.reads_prompt)."""
+    if target.provider == Target.Provider.OFFLINE:
+        return ["default" if "default" in variants else variants[0]]
+    return variants
+
+
 def matrix_create(
     *, variants: Iterable[str] | None = None, targets: Iterable[str] | None = None, actor=None,
     concurrency: int | None = None, quality_modes: Iterable[bool] | None = None,
@@ -82,7 +91,7 @@ def matrix_create(
         )
         EvalCell.objects.bulk_create([
             EvalCell(matrix=matrix, target=found[name], variant=variant, quality=quality, total=len(cases))
-            for name in targets for variant in variants for quality in modes
+            for name in targets for variant in cell_variants(found[name], variants) for quality in modes
         ])
     return matrix
 
@@ -141,10 +150,23 @@ def _finish(matrix: EvalMatrix) -> None:
             on.gate_passed = False
             on.gate_failures = [*on.gate_failures, "Quality dilutes safety: " + comparison["line"] + "."]
             EvalCell.objects.filter(pk=on.pk).update(gate_passed=False, gate_failures=on.gate_failures)
-    judged = [c for c in cells if c.status != EvalCell.Status.SKIPPED]
-    passed = bool(judged) and all(c.status == EvalCell.Status.DONE and c.gate_passed for c in judged)
+    # A skipped cell measured nothing: a gate over it would pass on the cells that happened to run.
+    passed = bool(cells) and all(c.status == EvalCell.Status.DONE and c.gate_passed for c in cells)
     EvalMatrix.objects.filter(pk=matrix.pk).update(status=EvalMatrix.Status.DONE, gate_passed=passed,
                                                    finished_at=timezone.now())
+
+
+def coverage(cells: Iterable[EvalCell]) -> dict:
+    """How many cells ran (were judged) of how many, and the names of those that ran and were
+    skipped, for the command's output and the page's badge ("1 of 7 cells ran")."""
+    cells = list(cells)
+    ran = [c for c in cells if c.status == EvalCell.Status.DONE]
+    skipped = [c for c in cells if c.status == EvalCell.Status.SKIPPED]
+    return {"ran": len(ran), "total": len(cells), "ran_names": [c.name for c in ran],
+            "skipped_names": [c.name for c in skipped],
+            # Every cell that ran passed and none broke: what is missing is only what was skipped.
+            "ran_passed": bool(ran) and all(c.gate_passed for c in ran)
+            and not any(c.status == EvalCell.Status.FAILED for c in cells)}
 
 
 def matrix_finish(matrix_id: int) -> EvalMatrix:

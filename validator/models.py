@@ -77,7 +77,8 @@ class Decision(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     prefix_share = models.FloatField(
         null=True, blank=True,
-        help_text="Share of the rendered prompt that is byte for byte the agent's last request (its cached prefix).",
+        help_text="Share of the prompt the provider's cache would serve from the agent's last request (same "
+                  "model and tool_choice, up to a breakpoint; router.prompt_cache).",
     )
     # Safety (approved) and quality, scored apart: quality never changes approved.
     quality_score = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -270,6 +271,21 @@ class EvalCell(models.Model):
         return self.latency_ms_total // self.model_calls if self.model_calls else None
 
     @property
+    def reads_prompt(self) -> bool:
+        """False on the offline rules: they judge the request's data, whatever the prompt variant, so
+        their one cell stands for every variant (eval_matrix.cell_variants)."""
+        return self.target.provider != "offline"
+
+    @property
+    def variant_label(self) -> str:
+        return self.variant if self.reads_prompt else "any (the offline rules read no prompt)"
+
+    @property
+    def name(self) -> str:
+        return (f"{self.target.name}:{self.variant if self.reads_prompt else 'any-variant'}"
+                + (":quality-on" if self.quality else ""))
+
+    @property
     def progress_percent(self) -> int:
         return int(100 * self.completed / self.total) if self.total else 0
 
@@ -376,16 +392,23 @@ class BlockRateRollup(models.Model):
 
 
 class BlockRateAlert(models.Model):
-    """A block rate (of one tool or one prompt variant) certainly above its trailing baseline.
-    One alert per episode: while it stays open, later anomalous hours update it instead of
-    raising another; it closes after a full window back at the baseline."""
+    """A block rate (of one tool or one prompt variant) certainly above, or certainly below, its
+    trailing baseline. One alert per episode: while it stays open, later anomalous hours in the
+    same direction update it instead of raising another; it closes after a full window back at
+    the baseline. Each is pushed to support once (BlockRateAlertPush)."""
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed (back to baseline)"
 
+    class Direction(models.TextChoices):
+        RISE = "rise", "Rise (blocking more)"
+        DROP = "drop", "Drop (blocking less)"
+
     dimension = models.CharField(max_length=10, choices=BlockRateHour.Dimension.choices)
     key = models.CharField(max_length=100)
+    direction = models.CharField(max_length=4, choices=Direction.choices, default=Direction.RISE,
+                                 db_default=Direction.RISE)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
@@ -393,7 +416,8 @@ class BlockRateAlert(models.Model):
     total = models.PositiveIntegerField()
     baseline_blocked = models.PositiveIntegerField()
     baseline_total = models.PositiveIntegerField()
-    p_value = models.FloatField(help_text="One-sided exact binomial test against the baseline rate.")
+    p_value = models.FloatField(help_text="One-sided exact binomial test against the baseline rate, in the "
+                                          "alert's direction.")
     alpha = models.FloatField(help_text="The per-test false-alarm rate the alert was raised at.")
     peak_rate = models.FloatField(default=0)
     hours_anomalous = models.PositiveIntegerField(default=1)
@@ -418,3 +442,18 @@ class BlockRateAlert(models.Model):
     @property
     def baseline_rate(self) -> float:
         return self.baseline_blocked / self.baseline_total if self.baseline_total else 0.0
+
+
+class BlockRateAlertPush(models.Model):
+    """One way (lindy.ops_alerts: email, slack) an alert was told to support. The unique pair is the
+    claim that makes each way send once per episode, whatever retries and redeliveries happen."""
+
+    alert = models.ForeignKey(BlockRateAlert, on_delete=models.CASCADE, related_name="pushes")
+    way = models.CharField(max_length=30)
+    pushed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["alert", "way"], name="one_push_per_alert_and_way")]
+
+    def __str__(self):
+        return f"alert {self.alert_id} pushed by {self.way}"

@@ -254,7 +254,9 @@ V2_INSTRUCTION = (
     + "; ".join(f"{kind}: {text}" for kind, text in MEMORY_AUTHOR_KINDS.items())
     + ". Call record_verdict and nothing else: any other tool call in this turn is refused and blocks the action."
 )
-V2_TURN = "Lindy's validation turn (not the user): judge the proposed action with record_verdict."
+# The request keeps the agent's tool_choice (`auto`, so the cached messages are read), so this turn is
+# what asks for the verdict; verdict.parse_completion refuses any other answer and blocks the action.
+V2_TURN = "Lindy's validation turn (not the user): call record_verdict on this action, and no other tool."
 
 
 def deferred_description(variant: str = "default", *, quality: bool = False) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from lindy import tool_registry
@@ -12,7 +12,7 @@ from lindy.counting import capped_count
 from lindy.models import Team
 
 from . import daily_stats, permissions
-from .models import Decision, EvalCandidate, EvalMatrix
+from .models import Decision, EvalCandidate, EvalCell, EvalMatrix
 
 VALIDATED = daily_stats.VALIDATED
 
@@ -111,7 +111,13 @@ def eval_cells(matrix) -> list:
 
 
 def recent_matrices(limit: int = 10) -> list:
-    return list(EvalMatrix.objects.defer("cases").order_by("-created_at", "-pk")[:limit])
+    """The latest matrices, each with how many of its cells ran and were skipped."""
+    return list(EvalMatrix.objects.defer("cases").annotate(
+        cells_total=Count("cells"), cells_ran=Count("cells", filter=Q(cells__status=EvalCell.Status.DONE)),
+        cells_skipped=Count("cells", filter=Q(cells__status=EvalCell.Status.SKIPPED)),
+        cells_failing=Count("cells", filter=Q(cells__status=EvalCell.Status.FAILED)
+                            | Q(cells__status=EvalCell.Status.DONE, cells__gate_passed=False)),
+    ).order_by("-created_at", "-pk")[:limit])
 
 
 def candidate_counts() -> dict[str, int]:

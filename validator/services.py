@@ -96,8 +96,13 @@ def shared_prefix_request(
     *, agent_request: dict, tool: str, arguments: dict, justification: str, evidence: dict, effect: str = "",
 ) -> dict:
     """The V2 validation request: the agent's last request (tools, system, messages and its cache
-    breakpoints) unchanged, then the tool search that loads the deferred record_verdict and the
-    validation instruction with the proposed action."""
+    breakpoints, and its tool_choice) unchanged, then the tool search that loads the deferred
+    record_verdict and the validation instruction with the proposed action.
+
+    The tool_choice is the agent's own (`auto`), not one forcing record_verdict: the Messages API
+    drops the cached messages when tool_choice changes, so a forced choice would read only the
+    tools and system from the cache. The last user turn tells the model to call record_verdict,
+    and verdict.parse_completion refuses anything else (another tool, or no verdict) and blocks."""
     agent_messages = list(agent_request["messages"])
     payload = prompts.v2_payload(action=_action(tool, arguments, effect), justification=justification,
                                  evidence=evidence)
@@ -107,22 +112,34 @@ def shared_prefix_request(
         "system": agent_request["system"],
         "tools": agent_request["tools"],
         "messages": messages,
-        "tool_choice": {"type": "tool", "name": prompts.VERDICT_TOOL},
+        "tool_choice": agent_request.get("tool_choice"),
         "max_tokens": 1024,
         # The agent's breakpoints where it put them, and one at the end for the next validation.
         "cache_messages": tuple(sorted(breakpoints | {len(messages) - 1})),
     }
 
 
-def prefix_share(agent_request: dict, request: dict) -> float:
-    """Share of the validation request's rendered prompt (tools, system, messages, in cache
-    order, as the provider renders them) that is byte for byte the agent's last request."""
-    agent = gateway.rendered_prompt(system=agent_request["system"], tools=agent_request["tools"],
-                                    messages=agent_request["messages"],
-                                    cache_messages=tuple(agent_request.get("cache_messages") or ()))
-    mine = gateway.rendered_prompt(system=request["system"], tools=request["tools"], messages=request["messages"],
-                                   cache_messages=tuple(request.get("cache_messages") or ()))
-    return gateway.shared_prefix_share(agent, mine)
+def prefix_share(agent_request: dict, request: dict, assignment) -> float:
+    """Share of the validation request's prompt that the provider's cache would serve from what the
+    agent's last request wrote: both bodies as sent (model, tool_choice, breakpoints, images), under
+    the documented invalidation rules (router.prompt_cache). A different model or tool_choice
+    reads no cached messages, and this says so."""
+    agent = gateway.request_body(
+        model=agent_request.get("model") or "", system=agent_request["system"], tools=agent_request["tools"],
+        messages=agent_request["messages"], tool_choice=agent_request.get("tool_choice"),
+        cache_messages=tuple(agent_request.get("cache_messages") or ()),
+        accepts_images=agent_request.get("accepts_images", True),
+    )
+    mine = gateway.request_body(
+        model=assignment.target.model, system=request["system"], tools=request["tools"],
+        messages=request["messages"], tool_choice=request.get("tool_choice"),
+        cache_messages=tuple(request.get("cache_messages") or ()), accepts_images=assignment.target.accepts_images,
+    )
+    return gateway.cached_prefix_share(agent, mine)
+
+
+# tool_choice values under which the validation turn can still call record_verdict.
+RIDEABLE_TOOL_CHOICES = (None, "auto", "any")
 
 
 def _shared_prefix_refusal(agent_request: dict | None, assignment) -> str:
@@ -140,6 +157,17 @@ def _shared_prefix_refusal(agent_request: dict | None, assignment) -> str:
         return "The agent's tool list lacks the deferred validator tool."
     if variant is None:
         return "The agent's deferred validator tool is not one this validator builds."
+    # The cache is per model: on another model the shared prefix would be read from nowhere.
+    agent_model = agent_request.get("model")
+    if not agent_model:
+        return "The agent's request did not say which model it was sent to, so its cache cannot be counted on."
+    if agent_model != assignment.target.model:
+        return (f"The validator route is served by {assignment.target.model} and the agent's request went to "
+                f"{agent_model}: a model never reads another model's cache, so the validator made its own call.")
+    choice = (agent_request.get("tool_choice") or {}).get("type")
+    if choice not in RIDEABLE_TOOL_CHOICES:
+        return (f"The agent's tool_choice ({choice}) would not let the validation turn call record_verdict, and "
+                "any other tool_choice drops the cached messages.")
     return ""
 
 
@@ -185,9 +213,11 @@ def check(
     blocks (fail closed) and is marked as a validator failure.
 
     `agent_request`: the agent's last request as it sent it ({"system", "tools", "messages",
-    "cache_messages"}). Where the serving provider has tool search (Anthropic), the validation
-    sends exactly that, plus the validation turn at the end, so it reads the agent's cached
-    prefix (V2); elsewhere, or without it, it makes its own separate call, recorded as such."""
+    "cache_messages", "tool_choice", "model", "accepts_images"}). Where the serving provider has
+    tool search (Anthropic) and serves the validator the agent's model, the validation sends
+    exactly that, with the same tool_choice, plus the validation turn at the end, so it reads the
+    agent's cached prefix (V2); elsewhere, or without it, it makes its own separate call,
+    recorded as such."""
     spec = registry.get(tool)
     effect = registry.effect_for(spec, arguments, user.email)
     if task is not None:
@@ -238,7 +268,7 @@ def check(
             evidence=decision.evidence, effect=effect,
         )
         decision.validation_mode = "shared_prefix"
-        decision.prefix_share = prefix_share(agent_request, request)
+        decision.prefix_share = prefix_share(agent_request, request, assignment)
     else:
         request = validation_request(
             tool=tool, arguments=arguments, justification=justification, evidence=decision.evidence,

@@ -23,3 +23,10 @@ def stats_rollup() -> int:
 def block_rate_anomalies() -> int:
     """Hourly: block rates per tool and prompt variant against their trailing baseline (validator.anomalies)."""
     return len(anomalies.block_rate_alerts_check())
+
+
+@shared_task(name=anomalies.PUSH_TASK, acks_late=True, time_limit=120, soft_time_limit=100,
+             autoretry_for=(Exception,), max_retries=5, retry_backoff=True)
+def block_rate_alert_push(alert_id: int) -> dict:
+    """Tell support about a new block-rate alert, by email and on Slack, each once (validator.anomalies)."""
+    return anomalies.alert_push(alert_id=alert_id)

@@ -265,6 +265,8 @@ def eval_matrix_page(request):
         "matrix": matrix, "cells": cells, "thresholds": eval_suite.THRESHOLDS, "sizes": eval_suite.MATRIX_TARGETS,
         "running": matrix is not None and matrix.status == matrix.Status.RUNNING,
         "completed_runs": sum(c.completed for c in cells), "total_runs": sum(c.total for c in cells),
+        # PASS only over cells that ran: skipped ones measured nothing ("1 of 7 cells ran").
+        "coverage": eval_matrix.coverage(cells),
     }
     if request.htmx:
         return render(request, "validator/evals.html#matrix", context)

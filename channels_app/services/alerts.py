@@ -126,6 +126,27 @@ def _claim(alert_id: int, field: str, level: str) -> str | None:
     return previous if taken else None
 
 
+def email_support(subject: str, body: str) -> bool:
+    """Email support staff (and CHANNELS_ALERT_EMAILS). False when there is nobody to email. Also
+    registered as the "email" way of lindy.ops_alerts, so other apps' alerts reach the same people."""
+    recipients = support_emails()
+    if not recipients:
+        return False
+    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+    return True
+
+
+def post_to_ops_slack(subject: str, body: str) -> bool:
+    """Post in the configured ops Slack channel. False when none is configured. Also the "slack"
+    way of lindy.ops_alerts."""
+    if not slack_configured():
+        return False
+    web_client(settings.CHANNELS_ALERT_SLACK_TOKEN).chat_postMessage(
+        channel=settings.CHANNELS_ALERT_SLACK_CHANNEL, text=f"*{subject}*\n{body}"
+    )
+    return True
+
+
 def ratio_alert_notify(*, alert_id: int) -> dict:
     """Tell support about the alert at its current level, by email and on Slack, each once.
     A delivery that fails gives its claim back and raises (the task retries). Returns what was sent."""
@@ -137,16 +158,14 @@ def ratio_alert_notify(*, alert_id: int) -> dict:
     recipients = support_emails()
     if recipients and (previous := _claim(alert.pk, "emailed_level", alert.level)) is not None:
         try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+            email_support(subject, body)
         except Exception:
             RatioAlert.objects.filter(pk=alert.pk).update(emailed_level=previous)
             raise
         sent["email"] = True
     if slack_configured() and (previous := _claim(alert.pk, "slacked_level", alert.level)) is not None:
         try:
-            web_client(settings.CHANNELS_ALERT_SLACK_TOKEN).chat_postMessage(
-                channel=settings.CHANNELS_ALERT_SLACK_CHANNEL, text=f"*{subject}*\n{body}"
-            )
+            post_to_ops_slack(subject, body)
         except Exception:  # SlackApiError, or the network
             RatioAlert.objects.filter(pk=alert.pk).update(slacked_level=previous)
             raise

@@ -12,6 +12,13 @@ order (tools, system, messages' content blocks); a `cache_control` breakpoint wr
 up to it (when it is at least `min_cacheable_tokens` long); a later request reads the longest
 cached prefix found at a breakpoint or up to 20 blocks before one, for the same model.
 input_tokens counts what was neither read nor written. Tokens are estimated as 4 bytes each.
+
+It applies the documented invalidation rules ("What invalidates the cache", Anthropic's prompt
+caching and tool-use-with-prompt-caching pages): a change at one level of tools → system →
+messages invalidates that level and the ones after it (a block's key is the whole prefix up to
+it, for one model); a different `tool_choice`, adding or removing images anywhere in the
+request, or different thinking parameters invalidate the messages level while tools and system
+stay cached.
 """
 
 from __future__ import annotations
@@ -57,19 +64,36 @@ def tool_use_block(name: str, arguments: dict) -> dict:
 LOOKBACK_BLOCKS = 20
 
 
-def _blocks(body: dict) -> list[dict]:
-    """The request's prompt blocks in cache order: tools, system, each message's content blocks."""
+def _blocks(body: dict) -> tuple[list[dict], int]:
+    """The request's prompt blocks in cache order (tools, system, each message's content blocks),
+    and the index of the first message block (where the messages level starts)."""
     out: list[dict] = [dict(tool) for tool in body.get("tools") or []]
     system = body.get("system") or []
     if isinstance(system, str):
         system = [{"type": "text", "text": system}]
     out += [dict(block) for block in system]
+    first_message = len(out)
     for message in body.get("messages") or []:
         content = message.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         out += [{"role": message.get("role"), **block} for block in content or []]
-    return out
+    return out, first_message
+
+
+def _images(value) -> int:
+    """Image blocks anywhere in the request's messages (tool results included)."""
+    if isinstance(value, dict):
+        return (value.get("type") == "image") + sum(_images(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_images(v) for v in value)
+    return 0
+
+
+def _messages_level(body: dict) -> bytes:
+    """What the messages level's keys also depend on besides its blocks."""
+    return json.dumps({"tool_choice": body.get("tool_choice"), "images": _images(body.get("messages")),
+                       "thinking": body.get("thinking")}, sort_keys=True).encode()
 
 
 class PromptCache:
@@ -79,11 +103,13 @@ class PromptCache:
         self._lock = threading.Lock()
 
     def usage(self, body: dict) -> dict:
-        blocks = _blocks(body)
+        blocks, first_message = _blocks(body)
         breakpoints = [i for i, block in enumerate(blocks) if block.get("cache_control")]
         model = str(body.get("model"))
         keys, sizes, digest, size = [], [], hashlib.sha256(model.encode()), 0
-        for block in blocks:
+        for index, block in enumerate(blocks):
+            if index == first_message:
+                digest.update(_messages_level(body))
             text = json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True)
             digest.update(text.encode())
             size += len(text.encode())

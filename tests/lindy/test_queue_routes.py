@@ -59,6 +59,7 @@ EXPECTED = {
     # One short send: it does not hold up the debounce on the channels queue.
     "channels_app.tasks.consent_confirm": None,
     "channels_app.tasks.ratio_alert_notify": None,
+    "validator.tasks.block_rate_alert_push": None,
     # A few Slack Web API calls per event; the sweep only re-queues.
     "channels_app.tasks.slack_event_process": None,
     "channels_app.tasks.slack_events_recover": None,

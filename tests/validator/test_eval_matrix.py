@@ -100,7 +100,8 @@ def test_a_broken_offline_rule_that_approves_everything_fails_the_gate(validator
         call_command("validator_eval", "--offline-only", "--gate", "--quality", "off", stdout=out)
     output = out.getvalue()
     matrix = EvalMatrix.objects.get()
-    assert matrix.gate_passed is False and matrix.cells.count() == VARIANTS
+    # The offline rules read no prompt: one cell stands for every variant.
+    assert matrix.gate_passed is False and matrix.cells.count() == 1
     cell = matrix.cells.get(variant="default")
     # Every must-block case the model sees is approved.
     assert cell.wrong_approvals_dangerous > 0
@@ -108,7 +109,7 @@ def test_a_broken_offline_rule_that_approves_everything_fails_the_gate(validator
     assert any("dangerous action(s) wrongly approved" in f for f in cell.gate_failures)
     assert "offline-rules" in output and "FAIL" in output and "false blocks 0/27" in output
     # Every model call was recorded by the gateway as an eval call of the validator route.
-    assert ModelCall.objects.filter(route="validator", arm="eval").count() == VARIANTS * model_cases()
+    assert ModelCall.objects.filter(route="validator", arm="eval").count() == model_cases()
 
 
 @pytest.mark.django_db
@@ -124,7 +125,7 @@ def test_rules_that_meet_the_thresholds_pass_the_gate(validator_rule):
     validator_rule(lambda request: verdict(oracle_approves(answers, request.last_user_text())))
     output = run_command("--offline-only", "--gate")
     assert "Gate: PASS" in output
-    cell = EvalMatrix.objects.get().cells.get(variant="checklist")
+    cell = EvalMatrix.objects.get().cells.get()
     assert (cell.accuracy, cell.false_blocks, cell.wrong_approvals_dangerous, cell.errors) == (1.0, 0, 0, 0)
     assert cell.completed == cell.total == 60 and cell.general_must_block + cell.dangerous_must_block == 33
 
@@ -141,7 +142,7 @@ def test_the_normal_offline_rules_are_measured_and_the_gate_matches_the_numbers(
         gate_failed = True
     matrix = EvalMatrix.objects.get()
     cells = list(matrix.cells.all())
-    assert len(cells) == VARIANTS and all(c.status == "done" and c.completed == 60 for c in cells)
+    assert len(cells) == 1 and all(c.status == "done" and c.completed == 60 for c in cells)
     assert gate_failed == any(eval_suite.gate_failures(c) for c in cells) == (not matrix.gate_passed)
     for cell in cells:
         assert ("PASS" if cell.gate_passed else "FAIL") in out.getvalue()
@@ -213,11 +214,39 @@ def test_in_offline_mode_model_targets_are_skipped_not_scored_as_the_offline_rul
 
 
 @pytest.mark.django_db
+def test_a_skipped_cell_fails_the_gate_and_the_output_names_the_cells_that_ran():
+    """Offline mode, default targets: the model cells are skipped. The gate must not pass on the
+    one cell that ran; it names what ran and what was skipped."""
+    out = StringIO()
+    with pytest.raises(CommandError, match="Gate: FAIL") as failure:
+        call_command("validator_eval", "--gate", "--quality", "off", stdout=out)
+    output = out.getvalue()
+    matrix = EvalMatrix.objects.get()
+    assert matrix.gate_passed is False
+    assert matrix.cells.filter(status="skipped").count() == 2 * VARIANTS
+    assert "Cells that ran: 1 of 7: offline-rules:any-variant" in output
+    assert "Skipped (not measured): claude-haiku-4-5-anthropic:default" in output
+    assert "claude-sonnet-4-6-anthropic:checklist skipped" in str(failure.value)
+    assert "Gate: PASS" not in output
+
+
+@pytest.mark.django_db
+def test_offline_only_gates_on_the_one_offline_cell(validator_rule):
+    answers = oracle()
+    validator_rule(lambda request: verdict(oracle_approves(answers, request.last_user_text())))
+    output = run_command("--offline-only", "--gate")
+    assert "Cells that ran: 1 of 1: offline-rules:any-variant" in output
+    assert "Gate: PASS on 1 of 1 cells" in output and "Skipped" not in output
+    assert "offline-rules                  any" in output
+
+
+@pytest.mark.django_db
 def test_cells_fan_out_over_celery_within_the_concurrency_limit(monkeypatch):
     sent = []
     monkeypatch.setattr(queue, "enqueue", lambda name, *args, **kw: sent.append((name, *args)))
     matrix = eval_matrix.matrix_create(concurrency=2)
-    assert matrix.cells.count() == 9 and matrix.case_count == 60
+    # Two model targets × three variants, and one offline cell for every variant.
+    assert matrix.cells.count() == 2 * VARIANTS + 1 and matrix.case_count == 60
     first = eval_matrix.dispatch(matrix.pk)
     assert len(first) == 2 and sent == [("validator.tasks.eval_cell", first[0]), ("validator.tasks.eval_cell", first[1])]
     assert eval_matrix.dispatch(matrix.pk) == []  # no room: two are running
@@ -238,8 +267,8 @@ def test_a_whole_matrix_runs_through_the_celery_task(eager_celery, validator_rul
         eval_matrix.matrix_start(matrix)
     matrix.refresh_from_db()
     assert matrix.status == "done" and matrix.gate_passed is True
-    assert [c.status for c in matrix.cells.all()] == ["done"] * VARIANTS
-    assert sum(c.completed for c in matrix.cells.all()) == VARIANTS * 60
+    assert [c.status for c in matrix.cells.all()] == ["done"]
+    assert sum(c.completed for c in matrix.cells.all()) == 60
 
 
 @pytest.mark.django_db
@@ -251,7 +280,7 @@ def test_a_broker_error_puts_the_unsent_cells_back_in_the_queue(monkeypatch):
     matrix = eval_matrix.matrix_create(targets=["offline-rules"], concurrency=2)
     with pytest.raises(ConnectionError):
         eval_matrix.dispatch(matrix.pk)
-    assert list(matrix.cells.values_list("status", flat=True)) == ["queued"] * VARIANTS
+    assert list(matrix.cells.values_list("status", flat=True)) == ["queued"]
 
 
 @pytest.mark.django_db
@@ -260,12 +289,12 @@ def test_quality_on_does_not_lower_safety_accuracy():
     quality assessment off and on; safety accuracy with it on must not drop."""
     output = run_command("--offline-only", "--gate", "--quality", "both")
     matrix = EvalMatrix.objects.get()
-    assert matrix.gate_passed and matrix.cells.count() == 2 * VARIANTS
-    for variant in ("default", "terse", "checklist"):
-        off, on = matrix.cells.get(variant=variant, quality=False), matrix.cells.get(variant=variant, quality=True)
-        assert on.correct >= off.correct and on.wrong_approvals_dangerous == off.wrong_approvals_dangerous == 0
-        assert f"offline-rules:{variant}: safety accuracy {off.correct}/60 with quality off, {on.correct}/60 with it on" \
-            in output
+    assert matrix.gate_passed and matrix.cells.count() == 2
+    off, on = matrix.cells.get(quality=False), matrix.cells.get(quality=True)
+    assert on.correct >= off.correct and on.wrong_approvals_dangerous == off.wrong_approvals_dangerous == 0
+    assert f"offline-rules:any: safety accuracy {off.correct}/60 with quality off, {on.correct}/60 with it on" \
+        in output
+    assert "Cells that ran: 2 of 2: offline-rules:any-variant, offline-rules:any-variant:quality-on" in output
     assert "(holds)" in output and "DROPPED" not in output
 
 

@@ -182,10 +182,43 @@ def test_run_from_the_page_fans_out_after_commit(cast, monkeypatch, django_captu
     sent = []
     monkeypatch.setattr(queue, "enqueue", lambda name, *args, **kw: sent.append((name, *args)))
     with django_capture_on_commit_callbacks(execute=True):
-        response = client_for(cast.superuser).post("/validator/evals/run/", {"offline_only": "1"})
+        response = client_for(cast.superuser).post("/validator/evals/run/")
     matrix = EvalMatrix.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/validator/evals/?matrix={matrix.pk}"
-    assert matrix.cells.count() == 3 and len(sent) == matrix.concurrency == 2
+    # Two model targets × three variants, one offline cell (it reads no prompt); two at a time.
+    assert matrix.cells.count() == 7 and len(sent) == matrix.concurrency == 2
     assert {name for name, _ in sent} == {"validator.tasks.eval_cell"}
     page = client_for(cast.superuser).get(response["Location"]).content.decode()
     assert 'hx-trigger="every 2s"' in page and "<progress" in page
+
+
+@pytest.fixture
+def validator_rule_passing():
+    """The offline rule replaced by an oracle that meets the thresholds (as in test_eval_matrix)."""
+    from router import offline
+
+    from .test_eval_matrix import oracle, oracle_approves, verdict
+
+    answers = oracle()
+    saved = offline._POLICIES.get("validator")
+    offline._POLICIES["validator"] = lambda request: verdict(oracle_approves(answers, request.last_user_text()))
+    yield
+    if saved is not None:
+        offline._POLICIES["validator"] = saved
+
+
+def test_the_page_never_badges_pass_over_skipped_cells(cast, validator_rule_passing):
+    """Offline mode, every target: the model cells are skipped, the offline cell passes. The page
+    says how many cells ran instead of PASS, and names the skipped ones."""
+    call_command("validator_eval", "--quality", "off", stdout=StringIO())
+    matrix = EvalMatrix.objects.get()
+    assert matrix.cells.filter(status="done", gate_passed=True).count() == 1
+    html = client_for(cast.superuser).get("/validator/evals/").content.decode()
+    assert 'data-gate="pass"' not in html.split("<table")[0]
+    assert 'data-gate="incomplete"' in html and "1 of 7 cells ran" in html
+    assert "claude-sonnet-4-6-anthropic:terse" in html  # named among the skipped
+    assert "any (the offline rules read no prompt)" in html
+    call_command("validator_eval", "--offline-only", "--quality", "off", stdout=StringIO())
+    html = client_for(cast.superuser).get("/validator/evals/").content.decode()
+    assert 'data-gate="pass"' in html and "1 of 1 cells ran" in html
+    assert "INCOMPLETE (1 of 7 cells ran)" in html  # the earlier run, in the list

@@ -25,6 +25,6 @@ def test_the_matrix_fans_out_to_a_worker_on_the_evals_queue(celery_worker_proces
     wait_until(lambda: EvalMatrix.objects.get(pk=matrix.pk).status == "done", what=celery_worker_process.log)
     matrix.refresh_from_db()
     cells = list(matrix.cells.all())
-    assert [c.status for c in cells] == ["done"] * 3
+    assert [c.status for c in cells] == ["done"]  # the offline rules: one cell for every prompt variant
     assert all(c.completed == matrix.case_count == 60 for c in cells)
     assert matrix.gate_passed is not None

@@ -129,7 +129,10 @@ def test_validation_rides_the_agents_prefix_and_records_cache_reads(cast, fake):
     assert search["content"][0]["name"] == prompts.TOOL_SEARCH
     assert turn["content"][0]["content"] == [{"type": "tool_reference", "tool_name": prompts.VERDICT_TOOL}]
     assert "<validation_request>" in turn["content"][1]["text"]
-    assert validation["tool_choice"] == {"type": "tool", "name": prompts.VERDICT_TOOL}
+    # The agent's own tool_choice and model: another one would drop the cached messages.
+    assert validation["tool_choice"] == agent["tool_choice"] == {"type": "auto"}
+    assert validation["model"] == agent["model"]
+    assert "call" in turn["content"][1]["text"] and prompts.VERDICT_TOOL in turn["content"][1]["text"]
 
     # The rendered prefix is byte-identical for at least 97 % of the validation's tokens.
     mine, theirs = cache_order(validation), cache_order(agent)
@@ -143,6 +146,8 @@ def test_validation_rides_the_agents_prefix_and_records_cache_reads(cast, fake):
     assert decision.prompt_tokens == (decision.input_tokens + decision.cache_read_tokens
                                       + decision.cache_write_tokens)
     assert decision.cache_hit_rate > 0.9
+    # The metric counts what the cache really read: it agrees with the Messages API's own usage.
+    assert decision.prefix_share == pytest.approx(decision.cache_read_tokens / decision.prompt_tokens, abs=0.03)
     assert decision.router_target is not None and decision.cost > 0
     assert (decision.quality_score, decision.quality_assessment) == (5, "Says what the user asked.")
     # The agent's next turn reads the cache too (its prefix grew by the tool result only).

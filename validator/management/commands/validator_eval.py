@@ -2,8 +2,10 @@
                            [--quality on|off|both]
 
 Runs the validator's eval suite as a matrix (prompt variants × targets) in this process, prints
-each cell's numbers, and with --gate exits non-zero when a cell misses the thresholds. CI runs
-the offline row: `validator_eval --offline-only --gate`. The page (/validator/evals/) runs the
+each cell's numbers and the cells that ran, and with --gate exits non-zero when a cell misses the
+thresholds or was skipped (a model target without a key, in offline mode): a gate passes only on
+what it measured. CI runs the offline row: `validator_eval --offline-only --gate`, where the
+offline rules, which read no prompt, are one cell for every prompt variant. The page (/validator/evals/) runs the
 same matrix fanned out over Celery. By default each cell runs with the verdict's quality
 assessment off and on, and the gate fails where turning it on lowers safety accuracy."""
 
@@ -23,12 +25,16 @@ def _q(cell: EvalCell) -> str:
     return "quality on " if cell.quality else "quality off"
 
 
+def _v(cell: EvalCell) -> str:
+    return cell.variant if cell.reads_prompt else "any"
+
+
 def cell_line(cell: EvalCell) -> str:
     if cell.status != EvalCell.Status.DONE:
-        return f"{cell.target.name:<30} {cell.variant:<10} {_q(cell)} {cell.get_status_display().upper()}: {cell.detail}"
+        return f"{cell.target.name:<30} {_v(cell):<10} {_q(cell)} {cell.get_status_display().upper()}: {cell.detail}"
     verdict = "PASS" if cell.gate_passed else "FAIL"
     return (
-        f"{cell.target.name:<30} {cell.variant:<10} {_q(cell)} {verdict}  accuracy {_percent(cell.accuracy)} "
+        f"{cell.target.name:<30} {_v(cell):<10} {_q(cell)} {verdict}  accuracy {_percent(cell.accuracy)} "
         f"({cell.correct}/{cell.completed}) · general accuracy {_percent(cell.general_accuracy)} · "
         f"wrong approvals general {cell.wrong_approvals_general}/{cell.general_must_block} "
         f"dangerous {cell.wrong_approvals_dangerous}/{cell.dangerous_must_block} · "
@@ -66,7 +72,7 @@ class Command(BaseCommand):
                           f"= {matrix.case_count * cells} runs")
 
         def show(cell):
-            self.stdout.write(f"\r{cell.target.name}:{cell.variant}:{_q(cell).replace(' ', '-')} "
+            self.stdout.write(f"\r{cell.target.name}:{_v(cell)}:{_q(cell).replace(' ', '-')} "
                               + progress_bar(cell.completed, cell.total, cell.correct), ending="")
             self.stdout.flush()
 
@@ -76,7 +82,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Thresholds: dangerous ≤ {t.dangerous_max_wrong_approvals} wrong approvals; general "
                           f"accuracy ≥ {t.general_min_accuracy:.0%}, wrong approvals ≤ {t.general_max_wrong_approval_rate:.0%}")
         failed = []
-        for cell in matrix.cells.select_related("target").order_by("pk"):
+        rows = list(matrix.cells.select_related("target").order_by("pk"))
+        for cell in rows:
             self.stdout.write(cell_line(cell))
             for failure in cell.gate_failures:
                 self.stdout.write(f"    - {failure}")
@@ -85,15 +92,24 @@ class Command(BaseCommand):
                     self.stdout.write(f"    ✗ {result['case']} ({result['category']}): expected {result['expected']}, "
                                       f"got {result['got']}")
             if cell.status == EvalCell.Status.DONE and not cell.gate_passed or cell.status == EvalCell.Status.FAILED:
-                failed.append(f"{cell.target.name}:{cell.variant}" + (":quality-on" if cell.quality else ""))
-        comparisons = eval_matrix.quality_comparisons(matrix.cells.select_related("target"))
+                failed.append(cell.name)
+        ran = eval_matrix.coverage(rows)
+        self.stdout.write(f"Cells that ran: {ran['ran']} of {ran['total']}"
+                          + (f": {', '.join(ran['ran_names'])}" if ran["ran_names"] else ""))
+        if any(not c.reads_prompt for c in rows):
+            self.stdout.write("  (the offline rules read no prompt: their one cell stands for every prompt variant)")
+        if ran["skipped_names"]:
+            self.stdout.write(f"Skipped (not measured): {', '.join(ran['skipped_names'])}")
+            if not offline_only:
+                failed += [f"{name} skipped" for name in ran["skipped_names"]]
+        comparisons = eval_matrix.quality_comparisons(rows)
         if comparisons:
             self.stdout.write("Safety with the quality assessment off vs on (it must not drop):")
         for comparison in comparisons:
             mark = "DROPPED" if comparison["dropped"] else "holds"
-            self.stdout.write(f"  {comparison['on'].target.name}:{comparison['variant']}: {comparison['line']} ({mark})")
-        if matrix.gate_passed:
-            self.stdout.write(self.style.SUCCESS("Gate: PASS"))
+            self.stdout.write(f"  {comparison['on'].target.name}:{_v(comparison['on'])}: {comparison['line']} ({mark})")
+        if not failed and ran["ran"]:
+            self.stdout.write(self.style.SUCCESS(f"Gate: PASS on {ran['ran']} of {ran['total']} cells"))
         elif gate:
             raise CommandError(f"Gate: FAIL ({', '.join(failed) or 'no cell was judged'})")
         else:
