@@ -7,12 +7,11 @@ class AnalystConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
+        from lindy import failures as core_failures
         from lindy import navigation, task_annotations
         from router import variants
         from router.routing import register_route
         from router.services.scores import register_metric
-
-        from lindy import failures as core_failures
 
         from . import demo, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules, the task)
         from .failures import celery_signal, record

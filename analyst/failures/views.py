@@ -60,7 +60,8 @@ def _group_context(request, group_id: int) -> dict:
     example_log = log.example_log(example) if readable else None
     frames = code.product_frames_with_code(example.frames)
     stored = group.triage or {}
-    triage_example = group.events.filter(pk=stored.get("example_id")).first() if stored else None
+    example_id = stored.get("example_id")
+    triage_example = group.events.filter(pk=int(example_id)).first() if isinstance(example_id, int) else None
     triage_shown = stored if triage_example is not None and permissions.failure_log_readable(user, triage_example) \
         else ({} if not stored else None)
     figures = selectors.group_figures(events)

@@ -15,8 +15,8 @@ from hydration.models import GmailAccount, Run
 from lindy import failures
 from tests.analyst.failure_helpers import raise_in_gmail_parser
 from tests.conftest import client_for
-from tests.fakes.gmail_api import FakeGmail
 from tests.fakes.github_api import FakeGitHub
+from tests.fakes.gmail_api import FakeGmail
 from tests.hydration.helpers import user_fs
 
 pytestmark = pytest.mark.django_db
