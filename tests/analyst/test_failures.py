@@ -4,7 +4,6 @@ the code, triaged, reported and filed; alerts once per episode."""
 from __future__ import annotations
 
 import pytest
-from celery import shared_task
 from django.core import mail
 from django.test import override_settings
 
@@ -215,16 +214,15 @@ def test_no_email_body_token_or_key_reaches_the_page_or_the_report(cast, setting
     assert "Read my latest email from Jane." in html and "not shown" in html  # the log is there, bodies are not
 
 
-@shared_task(name="tests.analyst.failing_task")
-def _failing_task(payload: dict) -> str:
-    return payload["missing"]
-
-
 def test_a_celery_task_that_fails_is_captured_once_by_task_failure(cast):
-    _failing_task.apply(args=[{}])
+    from celery import current_app
+
+    # The scoring task handed an id that is no id: it raises in the product's own code.
+    current_app.tasks["analyst.tasks.task_score"].apply(args=["not-a-task", 1])
     event = FailureEvent.objects.get(kind="celery_task")
-    assert event.exc_type == "KeyError" and event.route == "tests.analyst.failing_task"
-    assert event.run.startswith("celery task tests.analyst.failing_task")
+    assert event.exc_type == "ValueError" and event.route == "analyst.tasks.task_score"
+    assert event.run.startswith("celery task analyst.tasks.task_score")
+    assert any(f["product"] and f["file"] == "analyst/tasks.py" for f in event.frames)
 
 
 def test_an_exception_is_recorded_once_however_many_capture_points_it_passes(cast):
