@@ -165,7 +165,7 @@ def test_a_refused_filing_links_nothing_and_can_be_pressed_again(cast, settings)
 def test_roles_see_what_they_may(cast):
     from tests.factories import AgentTaskFactory, TaskEventFactory
 
-    private = AgentTaskFactory(team=cast.team, owner=cast.member)  # a member's private task
+    private = AgentTaskFactory(team=cast.team, owner=cast.member, title="Initech invoice reconciliation")  # private
     TaskEventFactory(task=private, actor="user", content="Reconcile the Initech invoices.")
     group = raise_in_gmail_parser(task=private)
     page = f"/analyst/failures/{group.pk}/"
@@ -179,14 +179,30 @@ def test_roles_see_what_they_may(cast):
     # The team's admin: the group, its code, but not the log of a task they may not open.
     html = client_for(cast.admin).get(page).content.decode()
     assert "data-log-hidden" in html and "Reconcile the Initech" not in html and "hydration/gmail.py" in html
+    assert private.title not in html and "data-private-task" in html
     # Another team's admin: absent.
     assert client_for(cast.other_admin).get(page).status_code == 404
     assert f'data-group="{group.pk}"' not in client_for(cast.other_admin).get("/analyst/failures/").content.decode()
     # The task's owner is a member: still nothing. Staff read the log.
-    assert "Reconcile the Initech" in client_for(cast.superuser).get(page).content.decode()
+    staff_html = client_for(cast.superuser).get(page).content.decode()
+    assert "Reconcile the Initech" in staff_html and private.title in staff_html
     # Only staff change, triage and file.
     assert client_for(cast.admin).post(f"{page}status/", {"status": "resolved"}).status_code == 403
     assert client_for(cast.superuser).post(f"{page}status/", {"status": "gone"}).status_code == 400
+    group.refresh_from_db()
+    assert group.status == "new"  # bad input changes nothing
+
+
+def test_bad_input_gets_a_clear_4xx(cast):
+    staff = client_for(cast.superuser)
+    assert staff.get("/analyst/failures/?status=exploded").status_code == 400
+    assert staff.get("/analyst/failures/999999/").status_code == 404
+    assert staff.post("/analyst/failures/999999/file/").status_code == 404
+    assert staff.get("/analyst/failures/?page=not-a-page").status_code == 200  # the first page
+    group = raise_in_gmail_parser(user=cast.member, team=cast.team)
+    assert staff.get(f"/analyst/failures/{group.pk}/status/").status_code == 405
+    response = staff.post(f"/analyst/failures/{group.pk}/file/", follow=True)  # no repository configured
+    assert "ANALYST_GITHUB_REPO" in response.content.decode()
 
 
 def test_no_email_body_token_or_key_reaches_the_page_or_the_report(cast, settings):
