@@ -267,3 +267,17 @@ def test_the_agent_run_failure_keeps_the_task_and_its_events(cast, monkeypatch):
     assert (event.kind, event.route, event.task_id, event.user_id, event.team_id) == (
         "agent_run", "agent", task.pk, cast.member.pk, cast.team.pk)
     assert event.through_seq == asked.seq
+
+
+def test_the_alert_goes_to_the_alert_slack_channel_too_once_per_episode(cast, settings):
+    from tests.fakes.slack_api import BOT_TOKEN, FakeSlack
+
+    settings.ANALYST_FAILURE_ALERT_USERS = 1
+    with FakeSlack() as slack, override_settings(SLACK_API_BASE_URL=slack.url + "/api/",
+                                                 CHANNELS_ALERT_SLACK_TOKEN=BOT_TOKEN,
+                                                 CHANNELS_ALERT_SLACK_CHANNEL="C0LINDYOPS"):
+        slack.add_channel("C0LINDYOPS", "lindy-ops", private=True)
+        for user in (cast.member, cast.admin, cast.other_admin):
+            raise_in_gmail_parser(user=user, team=cast.team)
+        assert len(slack.posted) == 1 and slack.posted[0]["channel"] == "C0LINDYOPS"
+        assert "New failure" in slack.posted[0]["text"] and "hit 2 users" in slack.posted[0]["text"]
