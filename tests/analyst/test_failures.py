@@ -281,3 +281,17 @@ def test_the_alert_goes_to_the_alert_slack_channel_too_once_per_episode(cast, se
             raise_in_gmail_parser(user=user, team=cast.team)
         assert len(slack.posted) == 1 and slack.posted[0]["channel"] == "C0LINDYOPS"
         assert "New failure" in slack.posted[0]["text"] and "hit 2 users" in slack.posted[0]["text"]
+
+
+def test_a_hydration_run_that_fails_is_captured_with_its_steps(cast, monkeypatch):
+    def broken(run, progress):  # a unit seam: the pipeline raising as a bug would, after one stage
+        progress.stage("Fetching slack")
+        raise RuntimeError("the pipeline broke")
+
+    monkeypatch.setattr(hydration_services, "_pipeline", broken)
+    run = hydration_services.run_now_sync(filesystem=user_fs(cast.member), trigger=Run.Trigger.MANUAL)
+    assert run.status == Run.Status.FAILED
+    event = FailureEvent.objects.get()
+    assert (event.kind, event.route, event.run, event.user_id, event.team_id) == (
+        "hydration_run", "hydration", f"hydration run {run.pk}", cast.member.pk, cast.team.pk)
+    assert [entry["actor"] for entry in event.log][0] == "run" and "Fetching slack" in str(event.log)
