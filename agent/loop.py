@@ -15,7 +15,7 @@ from django.conf import settings
 
 from analyst import services as analyst_services
 from channels_app import selectors as channel_selectors
-from lindy import services
+from lindy import failures, services
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
@@ -149,7 +149,8 @@ def _opening_message(task: AgentTask) -> dict[str, object]:
 
 def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TURNS) -> RunResult:
     """Run the agent on the task; when it stops, the analyst scores the run in the background."""
-    result = _run(task, channel=channel, max_turns=max_turns)
+    with failures.capturing("agent_run", route=ROUTE, task_id=task.pk, user_id=task.owner_id, team_id=task.team_id):
+        result = _run(task, channel=channel, max_turns=max_turns)
     analyst_services.task_score_queue(task_id=result.task.pk, call_ids=result.call_ids, stopped=result.stopped)
     return result
 

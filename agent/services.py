@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from lindy import queue, services
+from lindy import failures, queue, services
 from lindy.models import AgentTask, Membership, TaskEvent
 from validator import runner as validator_runner
 from validator import services as validator_services
@@ -136,6 +136,8 @@ def decision_execute(*, decision: Decision) -> tools.ToolResult:
     except Exception as exc:
         # The claim stands (the action must never run twice); the failure is recorded and shown.
         logger.exception("executing authorized decision %s failed", decision.pk)
+        failures.capture(exc, kind="tool_call", route=decision.tool, task_id=decision.task_id,
+                         user_id=decision.user_id, team_id=decision.team_id, run=f"decision {decision.pk}")
         return tools.ToolResult(ok=False, adapter="", content=f"Execution failed: {type(exc).__name__}: {exc}")
 
 

@@ -7,12 +7,16 @@ class AnalystConfig(AppConfig):
 
     def ready(self):
         from lindy import demo as core_demo
+        from lindy import failures as core_failures
         from lindy import navigation, task_annotations
         from router import variants
         from router.routing import register_route
         from router.services.scores import register_metric
 
         from . import demo, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules, the task)
+        from .failures import celery_signal, record
+        from .failures import offline as failure_offline  # noqa: F401  (analyst.triage's offline rules)
+        from .failures import prompts as failure_prompts
         from .services import METRIC
 
         register_route(prompts.ROUTE, owner=self.label,
@@ -23,6 +27,14 @@ class AnalystConfig(AppConfig):
         navigation.register(navigation.NavItem(
             "analyst", "Analyst", "analyst:page", permissions.can_view_analyst, order=53,
         ))
+        # Failures captured where they happen (lindy.failures), grouped here; and Celery's own.
+        register_route(failure_prompts.ROUTE, owner=self.label, user_facing=False,
+                       description="Suggests the cause of a failure group and the smallest change, from its log and code.")
+        core_failures.subscribe(record.failure_record)
+        celery_signal.connect()
+        navigation.register(navigation.NavItem(
+            "failures", "Failures", "analyst:failures", permissions.can_view_failures, order=54,
+        ))
         # The latest score on the task's page and in /api/tasks/{id}, by the analyst page's rule.
         task_annotations.register(task_annotations.Annotation(
             "analyst_score", "analyst/task_score.html",
@@ -31,3 +43,4 @@ class AnalystConfig(AppConfig):
         ))
         # After the agent's demo tasks (20, 95): each finished one gets its score.
         core_demo.register_seeder(97, demo.seed)
+        core_demo.register_seeder(98, demo.seed_failures)

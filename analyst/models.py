@@ -52,3 +52,82 @@ class ScoredCall(models.Model):
 
     def __str__(self):
         return f"{self.route}/{self.target} call {self.call_id}"
+
+
+class FailureGroup(models.Model):
+    """Failures with one fingerprint (lindy.failures: the exception type and the product's own
+    frames), like an error tracker's issue. Counts per day, users, teams and versions are read from
+    its events; `count` and the seen times are kept here for the list."""
+
+    class Status(models.TextChoices):
+        NEW = "new", "New"
+        ACKNOWLEDGED = "acknowledged", "Acknowledged"
+        RESOLVED = "resolved", "Resolved"
+        REGRESSED = "regressed", "Regressed"
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=30, help_text="The kind of job of its first failure (lindy.failures.KINDS).")
+    exc_type = models.CharField(max_length=200)
+    culprit = models.CharField(max_length=300, blank=True, help_text="module.function of the innermost product frame.")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.NEW)
+    count = models.PositiveIntegerField(default=0)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+    first_version = models.CharField(max_length=100, blank=True)
+    last_version = models.CharField(max_length=100, blank=True)
+    episode_started_at = models.DateTimeField(help_text="When it was first seen, or last regressed.")
+    alerted_episode_at = models.DateTimeField(null=True, blank=True,
+                                              help_text="The episode already alerted: one alert per episode.")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_in_version = models.CharField(max_length=100, blank=True,
+                                           help_text="The version it was last seen in when resolved.")
+    regressed_at = models.DateTimeField(null=True, blank=True)
+    triage = models.JSONField(default=dict, blank=True,
+                              help_text="The analyst's suspected cause and smallest change (route analyst.triage).")
+    issue_url = models.URLField(blank=True)
+    issue_number = models.PositiveIntegerField(null=True, blank=True)
+    issue_claimed_at = models.DateTimeField(null=True, blank=True, help_text="A 'File issue' is under way.")
+
+    class Meta:
+        ordering = ["-last_seen", "-pk"]
+
+    def __str__(self):
+        return f"{self.exc_type} in {self.culprit or '?'}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.exc_type} in {self.culprit}" if self.culprit else self.exc_type
+
+    @property
+    def kind_label(self) -> str:
+        from lindy.failures import KINDS
+
+        return KINDS.get(self.kind, self.kind)
+
+
+class FailureEvent(models.Model):
+    """One failure, as its capture point saw it: the message redacted, the frames, the version, the
+    route and target, the task (log: its events up to `through_seq`) or run (log: `log`), who."""
+
+    group = models.ForeignKey(FailureGroup, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=30)
+    exc_type = models.CharField(max_length=200)
+    message = models.TextField(blank=True)
+    frames = models.JSONField(default=list)
+    version = models.CharField(max_length=100, blank=True)
+    route = models.CharField(max_length=60, blank=True)
+    target = models.CharField(max_length=200, blank=True)
+    task = models.ForeignKey("lindy.AgentTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    through_seq = models.PositiveIntegerField(null=True, blank=True)
+    run = models.CharField(max_length=200, blank=True, help_text="The run or Celery task it belongs to.")
+    log = models.JSONField(default=list, blank=True)
+    user = models.ForeignKey("lindy.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    team = models.ForeignKey("lindy.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["group", "created_at"]), models.Index(fields=["team", "created_at"])]
+
+    def __str__(self):
+        return f"{self.exc_type} ({self.kind}) at {self.created_at:%Y-%m-%d %H:%M}"

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from lindy.permissions import is_content_staff, visible_tasks, workspace_admin_team_ids
+from lindy.permissions import is_content_staff, is_support, visible_tasks, workspace_admin_team_ids
 from validator.permissions import can_review_eval_candidates, reviewable_candidates
 
-from .models import TaskScore
+from .models import FailureEvent, FailureGroup, TaskScore
 
-__all__ = ["can_review_eval_candidates", "can_view_analyst", "readable_task_ids", "reviewable_candidates",
-           "task_score_visible", "visible_scores"]
+__all__ = ["can_manage_failures", "can_review_eval_candidates", "can_view_analyst", "can_view_failures",
+           "failure_log_readable", "failures_counts_only", "readable_task_ids", "reviewable_candidates",
+           "task_score_visible", "visible_failure_events", "visible_failure_groups", "visible_scores"]
 
 
 # Scores link to their tasks and quote what the agent did: bodies, so the one rule of
@@ -39,3 +40,41 @@ def readable_task_ids(user, task_ids) -> set[int] | None:
     if is_content_staff(user):
         return None
     return set(visible_tasks(user).filter(pk__in=list(task_ids)).values_list("pk", flat=True))
+
+
+# --- Failure groups ------------------------------------------------------------------------------
+# Content staff see every group; a team admin the groups that touched their teams (of each, their
+# teams' failures, and the log only of tasks they may open); support staff counts only; members
+# nothing. Filing, triaging and changing a group's status are the staff's (engineering's) work.
+
+def can_view_failures(user) -> bool:
+    return is_content_staff(user) or bool(workspace_admin_team_ids(user)) or is_support(user)
+
+
+def failures_counts_only(user) -> bool:
+    return not is_content_staff(user) and is_support(user)
+
+
+def can_manage_failures(user) -> bool:
+    return is_content_staff(user)
+
+
+def visible_failure_events(user) -> QuerySet[FailureEvent]:
+    if is_content_staff(user) or failures_counts_only(user):
+        return FailureEvent.objects.all()
+    return FailureEvent.objects.filter(team_id__in=workspace_admin_team_ids(user))
+
+
+def visible_failure_groups(user) -> QuerySet[FailureGroup]:
+    if is_content_staff(user) or failures_counts_only(user):
+        return FailureGroup.objects.all()
+    return FailureGroup.objects.filter(pk__in=visible_failure_events(user).values("group_id"))
+
+
+def failure_log_readable(user, event: FailureEvent) -> bool:
+    """The example's log (and the triage written from it): a task's only to those who may open it."""
+    if is_content_staff(user):
+        return True
+    if event.team_id not in workspace_admin_team_ids(user):
+        return False
+    return event.task_id is None or visible_tasks(user).filter(pk=event.task_id).exists()

@@ -28,7 +28,7 @@ from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
-from lindy import queue
+from lindy import failures, queue
 from memory import services as memory_services
 from memory.models import FileSystem
 from router import budgets
@@ -115,6 +115,9 @@ def _fetch_one(run: Run, state: SourceState, unsaved: list[SourceState]) -> dict
         return {"status": "not_connected", "items": 0, "detail": str(exc)}
     except Exception as exc:  # a source's failure is recorded; the others go on
         logger.warning("hydration source %s failed for fs %s: %s", state.source, run.filesystem_id, exc)
+        failures.capture(exc, kind="hydration_source", route=f"hydration.{state.source}", **_failure_context(run),
+                         log=[*_failure_log(run), {"actor": "source", "name": state.source,
+                                                   "text": f"fetch from cursor {sorted(state.cursor or {})}"}])
         message = f"{type(exc).__name__}: {exc}"[:2000]
         state.status, state.last_error, state.last_error_at = SourceState.Status.ERROR, message, now
         unsaved.append(state)
@@ -411,6 +414,27 @@ def _scope(fs: FileSystem) -> str:
     return f"the user {fs.owner.email}"
 
 
+def _failure_context(run: Run) -> dict:
+    """Whose run it was, for lindy.failures."""
+    user, team = _actors(run.filesystem)
+    if team is None and user is not None:
+        team = user.memberships.values_list("team_id", flat=True).order_by("team_id").first()
+    return {"run": f"hydration run {run.pk}", "user_id": getattr(user, "pk", None),
+            "team_id": getattr(team, "pk", team)}
+
+
+def _failure_log(run: Run) -> list[dict]:
+    """The run's steps so far, for the failure's log: no item text, only what the run did."""
+    steps = [{"actor": "run", "name": f"hydration run {run.pk}",
+              "text": f"started ({run.get_trigger_display()}), attempt {run.attempts}, {run.filesystem.kind} memory"}]
+    for source, outcome in (run.sources or {}).items():
+        steps.append({"actor": "source", "name": source,
+                      "text": f"{outcome.get('status')}, {outcome.get('items', 0)} new item(s)"})
+    if run.stage:
+        steps.append({"actor": "run", "name": "stage", "text": run.stage})
+    return steps
+
+
 def _actors(fs: FileSystem):
     if fs.kind == FileSystem.Kind.TEAM:
         return None, fs.team
@@ -584,6 +608,8 @@ def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
             raise  # the task queues the run again after the budget's countdown
         except Exception as exc:
             logger.exception("hydration run %s failed", run.pk)
+            failures.capture(exc, kind="hydration_run", route="hydration", **_failure_context(run),
+                             log=_failure_log(run))
             return _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
 
 

@@ -467,3 +467,14 @@ LINDY_DRAFT_HEAVY_EDIT_THRESHOLD = float(os.environ.get("LINDY_DRAFT_HEAVY_EDIT_
 LINDY_DRAFT_MEANINGFUL_THRESHOLD = float(os.environ.get("LINDY_DRAFT_MEANINGFUL_THRESHOLD", 0.95))
 LINDY_DRAFT_LOOKBACK_HOURS = int(os.environ.get("LINDY_DRAFT_LOOKBACK_HOURS", 48))
 LINDY_DRAFT_SWEEP_SECONDS = int(os.environ.get("LINDY_DRAFT_SWEEP_SECONDS", 900))
+
+# Failures (lindy.failures, grouped by the analyst). The version a failure is seen in: LINDY_VERSION
+# when set, else the git commit of the running code, else the release string.
+LINDY_VERSION = os.environ.get("LINDY_VERSION", "")
+LINDY_RELEASE = os.environ.get("LINDY_RELEASE", "lindy-dev")
+# A new or regressed failure group that hits more than this many users in an hour alerts (once per episode).
+ANALYST_FAILURE_ALERT_USERS = int(os.environ.get("ANALYST_FAILURE_ALERT_USERS", 3))
+# "File issue" on a failure group: the repository (owner/name) and a token that may create issues.
+ANALYST_GITHUB_REPO = os.environ.get("ANALYST_GITHUB_REPO", "")
+ANALYST_GITHUB_TOKEN = os.environ.get("ANALYST_GITHUB_TOKEN", "")
+ANALYST_GITHUB_API_URL = os.environ.get("ANALYST_GITHUB_API_URL", "https://api.github.com")

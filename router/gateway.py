@@ -40,6 +40,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from lindy import failures
+
 from . import budgets, prompt_cache, routing
 from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
@@ -160,6 +162,8 @@ def complete(
         error = str(exc)
     except Exception as exc:  # a provider bug must still be recorded, then surface as ModelError
         logger.exception("model call on route %s failed", route)
+        failures.capture(exc, kind="model_call", route=route, target=target.name, user_id=getattr(user, "pk", None),
+                         team_id=getattr(team, "pk", None))
         error = f"{type(exc).__name__}: {exc}"
     latency_ms = int((time.monotonic() - started) * 1000)
     usage = reply.usage if reply else Usage()

@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from lindy import queue
+from lindy import failures, queue
 from router import gateway, routing
 from router.models import Target
 from router.services.evals import Shortcut
@@ -299,6 +299,8 @@ def cell_run(cell_id: int, *, progress: Callable[[EvalCell], None] | None = None
             _judge_all(cell, progress)
     except Exception as exc:  # a bug must not leave the cell "running" forever and stall the matrix
         logger.exception("validator eval cell %s failed", cell.pk)
+        failures.capture(exc, kind="eval_run", route="validator", target=str(cell.target_id or ""),
+                         run=f"validator eval cell {cell.pk} of matrix {cell.matrix_id}")
         EvalCell.objects.filter(pk=cell.pk).update(status=EvalCell.Status.FAILED, detail=f"{type(exc).__name__}: {exc}"[:500],
                                                    gate_passed=False, finished_at=timezone.now())
     if then_dispatch:

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from lindy import outages, queue
+from lindy import failures, outages, queue
 from lindy import services as lindy_services
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
@@ -202,6 +202,9 @@ def _quote_status(quote: dict) -> str:
                       for s in quote["sources"])
 
 
+@failures.captures("validator_call", lambda **kw: {
+    "route": "validator", "task_id": getattr(kw.get("task"), "pk", None), **failures.ids_of(user=kw.get("user"),
+                                                                                              team=kw.get("team"))})
 def check(
     *, user, team, tool: str, arguments: dict, justification: str = "", task: AgentTask | None = None,
     history: list[dict] | None = None, tool_call_id: str = "", agent_request: dict | None = None,

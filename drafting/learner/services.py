@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from lindy import queue
+from lindy import failures, queue
 from lindy.models import Membership
 from memory.draft import MemoryWriteError
 from router import gateway
@@ -204,6 +204,8 @@ def learner_run(*, user, trigger: str = LearnerRun.Trigger.COMMAND, now: datetim
     try:
         outcome, message = _run(run, now=now)
     except Exception as exc:  # kept on the run, then surfaced to the task (which retries)
+        failures.capture(exc, kind="learner_run", route="drafting.learner", run=f"learner run {run.pk}",
+                         **failures.ids_of(user=user, team=team))
         LearnerRun.objects.filter(pk=run.pk).update(outcome=LearnerRun.Outcome.FAILED, finished_at=timezone.now(),
                                                     message=f"{type(exc).__name__}: {exc}"[:2000])
         raise

@@ -22,7 +22,7 @@ from django.utils import timezone
 from agent import services as agent_services
 from hydration.gmail import GmailClient, GmailDisconnected, GmailError, body_text, headers_of
 from hydration.models import GmailAccount, Item
-from lindy import queue
+from lindy import failures, queue
 from lindy.models import Membership
 from memory.models import FileSystem
 from router import gateway
@@ -85,6 +85,7 @@ def sweep() -> int:
     return sum(items_enqueue(filesystem_id=fs_id) for fs_id in systems)
 
 
+@failures.captures("drafting_step", lambda *, item_id: {"route": "drafting", "run": f"drafting of item {item_id}"})
 def item_process(*, item_id: int) -> str:
     """Draft a reply to an inbound email, or pair the user's sent email with its draft."""
     item = Item.objects.select_related("filesystem__owner").filter(pk=item_id).first()

@@ -36,6 +36,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from lindy import failures
+
 from .. import gateway, routing, variants
 from ..budgets import BudgetExhausted
 from ..models import EvalResult, EvalRun, PromptVariant, Route, Target
@@ -281,6 +283,7 @@ def _enqueue(run_id: int) -> None:
             status=EvalRun.Status.FAILED, error=EVAL_ENQUEUE_FAILED)
 
 
+@failures.captures("eval_run", lambda *, run_id, progress=None: {"route": "router.eval", "run": f"eval run {run_id}"})
 def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None = None) -> EvalRun:
     """Run the cases that have no result yet (so a retried task resumes where it stopped)."""
 

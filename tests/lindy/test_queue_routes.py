@@ -44,6 +44,8 @@ EXPECTED = {
     "drafting.tasks.sweep": None,
     # One scoring call after a task ends; the re-queue sweep and the hourly block-rate check are short.
     "analyst.tasks.task_score": None,
+    # One triage call for a new or regressed failure group.
+    "analyst.tasks.failure_triage": None,
     "router.tasks.optimization_recover": None,
     "validator.tasks.block_rate_anomalies": None,
     "lindy.tasks.heartbeat": None,
