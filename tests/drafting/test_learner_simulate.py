@@ -33,6 +33,10 @@ def test_two_weeks_halve_the_heavy_edit_rate_and_the_gate_rejects_some(seed):
     assert last <= first / 2, (first, last, "\n".join(lines[-60:]))
     assert result["rejected"] > 0 and result["accepted"] > 0
     assert result["judge_swap_agreement"] == 1.0  # the offline judge reads no positions
+    [audit] = result["judge_audit"]  # its figures are printed, and it passes its audit
+    assert audit["judge"] == "offline-rules/default" and audit["swap_agreement"] == 1.0
+    assert audit["comparisons"] > 0 and audit["swap_interval"][1] == 1.0 and audit["flags"] == []
+    assert any(line.startswith("judge audit offline-rules/default: ") for line in lines)
     # nothing is left behind
     assert not Draft.objects.exists() and not Proposal.objects.exists()
 

@@ -160,11 +160,19 @@ def simulate(*, users: int, days: int, seed: int, mails_per_day: int = 8, keep: 
                 say(f"day {day}: {drafted} drafts, {pairs} pairs, {heavy} heavily edited")
             proposals = Proposal.objects.filter(team=team, kind=Proposal.Kind.EDIT)
             agreement = selectors.swap_agreement(proposals)
+            audit = [row.figures() for row in selectors.judge_audit(None, proposals=proposals)]
+            for row in audit:
+                say(f"judge audit {row['judge']}: {row['comparisons']} comparisons, swap agreement "
+                    f"{row['swap_agreement']} (95% interval {row['swap_interval']}), longer draft picked against "
+                    f"closeness {row['longer_against_closeness']} of {row['length_votes']} votes (95% interval "
+                    f"{row['longer_against_interval']}), length bias {row['length_bias']}, flags: "
+                    f"{'; '.join(row['flags']) or 'none'}")
             result = {
                 "days": [d.as_dict() for d in days_out],
                 "accepted": proposals.filter(status=Proposal.Status.ACCEPTED).count(),
                 "rejected": proposals.filter(status=Proposal.Status.REJECTED).count(),
                 "judge_swap_agreement": round(agreement, 3) if agreement is not None else None,
+                "judge_audit": audit,
             }
             if log:
                 for sim, user in people:
