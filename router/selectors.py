@@ -7,7 +7,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Avg, Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When
+from django.db.models import Aggregate, Avg, Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
@@ -120,7 +120,7 @@ def arm_scores(rollout: Rollout, *, now=None) -> dict[str, dict[str, dict]]:
     if not names:
         return {}
     for arm in ARMS:
-        per_metric = {}
+        per_metric: dict[str, Aggregate] = {}
         for i, name in enumerate(names):
             per_metric[f"m{i}"] = Avg("value", filter=Q(metric=name))
             per_metric[f"c{i}"] = Count("id", filter=Q(metric=name))
