@@ -31,6 +31,7 @@ class RouterConfig(AppConfig):
         routing.register_route(prompts.REFLECT_ROUTE, owner=self.label,
                                description="The prompt optimizer's reflection: rewrites a prompt against failing eval cases.")
         variants.register({prompts.REFLECT_ROUTE: prompts.REFLECT_DESCRIPTIONS}, owner=self.label)
+        self._triage()
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
             navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)
@@ -60,3 +61,18 @@ class RouterConfig(AppConfig):
             )
         )
         core_demo.register_seeder(30, demo.seed)
+
+    def _triage(self):
+        """The optimizer's worked example (router.triage): a route, its eval set's request builder
+        and verdict, and its prompt open to optimization."""
+        from . import routing, triage, variants
+        from .services.evals import register_request_builder
+        from .services.optimize import register_optimizable
+
+        routing.register_route(triage.ROUTE, owner=self.label, user_facing=False,
+                               description="The prompt optimizer's worked example: sorts a support message into "
+                                           "reply, billing or security.")
+        variants.register({triage.ROUTE: triage.DESCRIPTIONS}, owner=self.label)
+        register_request_builder(triage.ROUTE, triage.eval_request, variants=lambda: triage.VARIANTS,
+                                 verdict=triage.verdict)
+        register_optimizable(triage.ROUTE, components=triage.components)

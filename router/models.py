@@ -139,6 +139,10 @@ class PromptVariant(models.Model):
     parent = models.CharField(max_length=60, blank=True, help_text="The variant this one was evolved from.")
     eval_score = models.FloatField(null=True, blank=True, help_text="Its score on the eval set when it was found.")
     parent_score = models.FloatField(null=True, blank=True, help_text="The parent's score on the same cases.")
+    holdout_score = models.FloatField(
+        null=True, blank=True, help_text="An optimizer's candidate: its score on the held-out slice gepa never saw.")
+    parent_holdout_score = models.FloatField(null=True, blank=True,
+                                             help_text="The parent's score on the same held-out slice.")
     diff = models.TextField(blank=True, help_text="Unified diff of its text against the parent's.")
     optimization = models.ForeignKey(
         "router.OptimizationRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates",
@@ -483,6 +487,8 @@ class OptimizationRun(models.Model):
     parent_score = models.FloatField(null=True, blank=True)
     best_score = models.FloatField(null=True, blank=True)
     case_count = models.PositiveIntegerField(default=0)
+    split = models.JSONField(default=dict, blank=True,
+                             help_text="Which eval case went where: {train, val, holdout: [case ids]}.")
     provider_used = models.CharField(max_length=20, blank=True)
     state = models.BinaryField(null=True, blank=True, editable=False,
                                help_text="gepa's state after the last finished generation.")

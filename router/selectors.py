@@ -7,8 +7,8 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Avg, Count, F, Max, Min, Q, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Aggregate, Avg, Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When
+from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
 from . import permissions, routing
@@ -34,10 +34,15 @@ def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
 
 
 def guardrail_since(now=None):
-    """The guardrails (and the rollout page, which shows what they saw) only count calls this
-    recent: a rollout left running for months must not make every check scan all its calls.
-    ModelCall's (rollout, arm, created_at) index serves the filter."""
+    """The superuser's home page counts a rollout's calls this recent (a glance, not a test: the
+    guardrails count from the stage's start, `stage_since`)."""
     return (now or timezone.now()) - timedelta(days=settings.ROUTER_GUARDRAIL_WINDOW_DAYS)
+
+
+def stage_since(rollout: Rollout):
+    """Where the guardrails' sequences start: the current stage's start. An always-valid sequence
+    needs a fixed start; a sliding window would drop early units and let the sequence wander."""
+    return rollout.stage_started_at or rollout.created_at
 
 
 def sample_variance(n: int, total, squares) -> float:
@@ -50,47 +55,82 @@ def sample_variance(n: int, total, squares) -> float:
     return max(0.0, (squares - total * total / n) / (n - 1))
 
 
+def _unit(prefix: str = ""):
+    """The randomized unit of a call: its user (sticky buckets assign users, not calls). A call
+    with no user (a background job) is a unit of its own, keyed by its negated id."""
+    return Coalesce(F(f"{prefix}user_id"), Value(0) - F(f"{prefix}id"))
+
+
+def _moments(row: dict, key: str) -> tuple[int, float, float]:
+    """(units, mean, sample variance) of the per-unit values `key` aggregated as n_/s_/q_."""
+    n = row[f"n_{key}"] or 0
+    total = row[f"s_{key}"]
+    return n, (float(total) / n if n and total is not None else 0.0), sample_variance(n, total, row[f"q_{key}"])
+
+
+def _per_unit_aggregate(inner, keys, **totals) -> dict:
+    """Outer count, sum and sum of squares over per-unit values, and `totals` (Django wraps
+    `inner`, grouped by unit, in a subquery: one query, the same on SQLite and PostgreSQL)."""
+    spec = dict(totals)
+    for key in keys:
+        spec.update({f"n_{key}": Count(key), f"s_{key}": Sum(key), f"q_{key}": Sum(F(key) * F(key))})
+    return inner.aggregate(**spec)
+
+
 def arm_calls(rollout: Rollout, *, now=None) -> dict:
-    rows = (
-        ModelCall.objects.filter(rollout=rollout, arm__in=ARMS, created_at__gte=guardrail_since(now))
-        .values("arm")
-        .annotate(calls=Count("id"), errors=Count("id", filter=~Q(error="")), users=Count("user", distinct=True),
-                  total_cost=Sum("cost"), cost_mean=Avg("cost"), cost_sq=Sum(F("cost") * F("cost")),
-                  ok_calls=Count("id", filter=Q(error="")),
-                  latency_sum=Sum("latency_ms", filter=Q(error="")),
-                  latency_sq=Sum(F("latency_ms") * F("latency_ms"), filter=Q(error="")))
-    )
-    out = {arm: {"calls": 0, "errors": 0, "users": 0, "cost": 0.0, "error_rate": 0.0, "cost_mean": 0.0,
-                 "cost_var": 0.0, "ok_calls": 0, "latency_mean": 0.0, "latency_var": 0.0} for arm in ARMS}
-    for row in rows:
-        calls = row["calls"]
-        out[row["arm"]] = {
-            "calls": calls, "errors": row["errors"], "users": row["users"], "cost": float(row["total_cost"] or 0),
-            "error_rate": row["errors"] / calls if calls else 0.0,
-            # Per call, for the guardrails' sequential test on cost and latency (successful calls).
-            "cost_mean": float(row["cost_mean"] or 0),
-            "cost_var": sample_variance(calls, row["total_cost"], row["cost_sq"]),
-            "ok_calls": row["ok_calls"],
-            "latency_mean": float(row["latency_sum"] or 0) / row["ok_calls"] if row["ok_calls"] else 0.0,
-            "latency_var": sample_variance(row["ok_calls"], row["latency_sum"], row["latency_sq"]),
+    """Per arm, from the stage's start, with users as the unit: each user's error share, mean
+    latency and mean cost per successful call, then the mean and sample variance of those over the
+    users (what the guardrails compare), beside the plain counts of calls and users."""
+    since = stage_since(rollout)
+    out = {}
+    for arm in ARMS:
+        inner = (
+            ModelCall.objects.filter(rollout=rollout, arm=arm, created_at__gte=since,
+                                     **({"created_at__lte": now} if now else {}))
+            .annotate(unit=_unit()).values("unit")
+            .annotate(c=Count("id"), e=Count("id", filter=~Q(error="")), cost_total=Sum("cost"),
+                      err=Avg(Case(When(error="", then=Value(0.0)), default=Value(1.0), output_field=FloatField())),
+                      lat=Avg(Cast("latency_ms", FloatField()), filter=Q(error="")),
+                      cost=Avg(Cast("cost", FloatField()), filter=Q(error="")))
+        )
+        row = totals = _per_unit_aggregate(inner, ("err", "lat", "cost"), calls=Sum("c"), errors=Sum("e"),
+                                           total_cost=Sum("cost_total"))
+        users, error_rate, error_var = _moments(row, "err")
+        ok_users, latency_mean, latency_var = _moments(row, "lat")
+        _, cost_mean, cost_var = _moments(row, "cost")
+        calls = totals["calls"] or 0
+        out[arm] = {
+            "calls": calls, "errors": totals["errors"] or 0, "users": users, "cost": float(totals["total_cost"] or 0),
+            "calls_per_user": calls / users if users else 0.0,
+            "error_rate": error_rate, "error_var": error_var, "ok_users": ok_users,
+            "latency_mean": latency_mean, "latency_var": latency_var, "cost_mean": cost_mean, "cost_var": cost_var,
         }
     return out
 
 
 def arm_scores(rollout: Rollout, *, now=None) -> dict[str, dict[str, dict]]:
-    """metric -> arm -> {mean, var, n}, over the calls of the guardrail window (var: the
-    sample variance, for the guardrails' sequential test)."""
-    rows = (
-        CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS,
-                                 call__created_at__gte=guardrail_since(now))
-        .values("metric", "call__arm")
-        .annotate(mean=Avg("value"), total=Sum("value"), sq=Sum(F("value") * F("value")), n=Count("id"))
-        .order_by("metric")
-    )
+    """metric -> arm -> {mean, var, n, calls}, from the stage's start with users as the unit: n
+    users with a score, each contributing their mean score (var: the sample variance of those
+    means, for the guardrails' sequential test); calls: the scored calls behind them."""
+    scope = CallScore.objects.filter(call__rollout=rollout, call__arm__in=ARMS,
+                                     call__created_at__gte=stage_since(rollout),
+                                     **({"call__created_at__lte": now} if now else {}))
+    names = sorted(set(scope.values_list("metric", flat=True).distinct()))
     out: dict[str, dict[str, dict]] = defaultdict(dict)
-    for row in rows:
-        out[row["metric"]][row["call__arm"]] = {"mean": row["mean"], "var": sample_variance(row["n"], row["total"], row["sq"]),
-                                                "n": row["n"]}
+    if not names:
+        return {}
+    for arm in ARMS:
+        per_metric: dict[str, Aggregate] = {}
+        for i, name in enumerate(names):
+            per_metric[f"m{i}"] = Avg("value", filter=Q(metric=name))
+            per_metric[f"c{i}"] = Count("id", filter=Q(metric=name))
+        inner = scope.filter(call__arm=arm).annotate(unit=_unit("call__")).values("unit").annotate(**per_metric)
+        row = calls = _per_unit_aggregate(inner, [f"m{i}" for i in range(len(names))],
+                                          **{f"calls{i}": Sum(f"c{i}") for i in range(len(names))})
+        for i, name in enumerate(names):
+            n, mean, var = _moments(row, f"m{i}")
+            if n:
+                out[name][arm] = {"mean": mean, "var": var, "n": n, "calls": calls[f"calls{i}"] or 0}
     return dict(out)
 
 
@@ -108,19 +148,19 @@ def stage_users(rollout: Rollout, *, since) -> dict[str, int]:
 
 
 def scored_calls(rollout: Rollout, *, arm: str, since=None, now=None) -> int:
-    floor = guardrail_since(now)
-    since = max(since, floor) if since is not None else floor
-    qs = CallScore.objects.filter(call__rollout=rollout, call__arm=arm, call__created_at__gte=since)
+    qs = CallScore.objects.filter(call__rollout=rollout, call__arm=arm,
+                                  call__created_at__gte=since or stage_since(rollout))
     return qs.values("call").distinct().count()
 
 
 def arm_retention(rollout: Rollout, *, now=None) -> dict[str, dict]:
     """Per arm: of the users whose first call in the rollout on that arm was at least
-    `retention_days` ago, the share who made any call `retention_days` or more after it."""
+    `retention_days` ago, the share who made any call `retention_days` or more after it. The cohort
+    counts from the rollout's start (a fixed start: a user keeps their arm across stages, sticky
+    buckets, so every stage watches the same growing cohort)."""
     now = now or timezone.now()
     window = timedelta(days=rollout.retention_days)
-    # A cohort is first seen within the guardrail window before its retention days.
-    since = guardrail_since(now) - window
+    since = rollout.created_at
     out = {}
     for arm in ARMS:
         firsts = dict(

@@ -16,11 +16,21 @@ margin: the candidate may be worse by up to `margin` and still be acceptable (no
 - unsure: neither, with the estimate within the margin: no sign of harm yet.
 - leaning_worse: neither, with the estimate beyond the margin: not enough evidence yet to
   roll back, and no reason to move more people onto it.
+
+A rollout watches several metrics at once. Each one's sequence at level alpha holds its own
+error at alpha, but five of them at alpha each roll back a healthy candidate about twice as
+often. `holm` runs Holm's step-down over the family: the metric most certainly worse is tested
+at alpha / m (m metrics in the family, untested ones included), the next at alpha / (m - 1)...
+so the chance that *any* metric rolls back a candidate within its margins stays under alpha.
+With always-valid sequences this holds over every look: the first false rejection needs some
+metric's sequence to cross at alpha / m, which each does with probability at most alpha / m
+(tests/router/test_family_error.py simulates it).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # The sample size around which the sequence is tightest (GrowthBook's default is 5000 users;
@@ -90,6 +100,26 @@ def compare(candidate: Arm, baseline: Arm, *, margin: float, alpha: float,
     else:
         verdict = "unsure"
     return Comparison(verdict=verdict, difference=difference, lower=lower, upper=upper, margin=margin)
+
+
+def holm(tests: Mapping[str, Callable[[float], Comparison]], *, alpha: float,
+         family: int) -> dict[str, tuple[Comparison, float]]:
+    """Holm's step-down across a family of `family` metrics: `tests` maps the ones with enough
+    units to a comparison at a given level; the rest count against the family untested (they
+    may be tested later in the same sequence). Returns name -> (comparison, level used).
+
+    Step-down with levels instead of p-values: a metric is "harm" at level a exactly when its
+    always-valid p-value is at most a (the interval widens as a shrinks), so rejecting every
+    metric that is harm at alpha / (family - rejected), until none is, is Holm's procedure."""
+    family = max(family, len(tests), 1)
+    rejected: dict[str, tuple[Comparison, float]] = {}
+    while True:
+        level = alpha / (family - len(rejected))
+        results = {name: (fn(level), level) for name, fn in tests.items() if name not in rejected}
+        harm = {name: result for name, result in results.items() if result[0].verdict == "harm"}
+        if not harm or len(rejected) + len(harm) >= family:
+            return {**rejected, **results}
+        rejected.update(harm)
 
 
 def srm_p_value(observed: dict[str, int], expected_share: dict[str, float]) -> float:

@@ -12,6 +12,15 @@ The judge audit, per judge target and prompt variant, over the comparisons the u
 - agreement with the deterministic similarity (drafting's pair similarity): among decided
   comparisons where the similarities differ, the share where the judge picked the draft with the
   higher similarity.
+- length against closeness: among votes on comparisons where the closer draft (by that
+  similarity) is the shorter one, the share that picked the longer draft anyway, with its 95 %
+  Wilson interval. A judge that rewards length picks it; one that reads closeness does not.
+
+The audit can fail: from MIN_AUDIT comparisons a judge is flagged when its swap agreement's
+interval lies wholly below SWAP_FLOOR (it contradicts itself when the positions swap), when it
+picks the longer draft against closeness more often than not (the interval's lower bound above
+1/2), or on the older rules below. While a judge is flagged the learner accepts nothing it judged
+(drafting.learner.services._decide) and its pages say why (`flagged_judges`).
 """
 
 from __future__ import annotations
@@ -22,12 +31,13 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import Http404
 
-from . import judging
+from . import judging, stats
 from .models import Comparison, Proposal
 from .permissions import visible_proposals
 
 AUDIT_ROWS = 5000  # the newest comparisons per audit
 MIN_AUDIT = 10  # comparisons before a flag is raised
+SWAP_FLOOR = 0.8  # a judge whose two orders surely agree less often than this is position-biased
 SIM_EPSILON = 0.005
 
 
@@ -73,6 +83,10 @@ class AuditRow:
     similarity_longer_rate: float | None = None
     length_bias: float | None = None
     similarity_agreement: float | None = None
+    swap_interval: tuple[float, float] | None = None
+    length_votes: int = 0  # votes where the closer draft was the shorter one
+    longer_against_closeness: float | None = None
+    longer_against_interval: tuple[float, float] | None = None
     flags: list[str] = field(default_factory=list)
     # raw counts
     _agree: int = 0
@@ -84,6 +98,25 @@ class AuditRow:
     _sim_length: int = 0
     _sim_agree: int = 0
     _sim_decided: int = 0
+    _against_longer: int = 0
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags)
+
+    def figures(self) -> dict:
+        """The audit's numbers, for the simulation's report and the JSON of its run."""
+        def interval(pair):
+            return [round(pair[0], 3), round(pair[1], 3)] if pair else None
+
+        return {"judge": f"{self.target}/{self.variant}", "comparisons": self.comparisons,
+                "swap_agreement": None if self.swap_agreement is None else round(self.swap_agreement, 3),
+                "swap_interval": interval(self.swap_interval), "length_votes": self.length_votes,
+                "longer_against_closeness": (None if self.longer_against_closeness is None
+                                             else round(self.longer_against_closeness, 3)),
+                "longer_against_interval": interval(self.longer_against_interval),
+                "length_bias": None if self.length_bias is None else round(self.length_bias, 3),
+                "flags": list(self.flags)}
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -108,6 +141,9 @@ def audit_rows(comparisons) -> list[AuditRow]:
                 picked_new = judging.preference(vote, new_first=new_first) == "new"
                 row._length_votes += 1
                 row._longer += picked_new == (new_len > old_len)
+                if sims_differ and (new_sim > old_sim) != (new_len > old_len):  # the shorter one is closer
+                    row.length_votes += 1
+                    row._against_longer += picked_new == (new_len > old_len)
         if old_len != new_len and sims_differ:
             row._sim_length += 1
             row._sim_longer += (new_sim > old_sim) == (new_len > old_len)
@@ -123,14 +159,26 @@ def audit_rows(comparisons) -> list[AuditRow]:
         if row.longer_rate is not None and row.similarity_longer_rate is not None:
             row.length_bias = row.longer_rate - row.similarity_longer_rate
         row.similarity_agreement = _rate(row._sim_agree, row._sim_decided)
+        row.swap_interval = stats.wilson(row._agree, row.comparisons)
+        row.longer_against_closeness = _rate(row._against_longer, row.length_votes)
+        row.longer_against_interval = stats.wilson(row._against_longer, row.length_votes)
         if row.comparisons >= MIN_AUDIT:
-            if row.swap_agreement is not None and row.swap_agreement < 0.7:
-                row.flags.append("position bias: the two orders disagree on "
-                                 f"{1 - row.swap_agreement:.0%} of comparisons")
+            if row.swap_interval is not None and row.swap_interval[1] < SWAP_FLOOR:
+                row.flags.append(
+                    f"position bias: the two orders agree on {row._agree} of {row.comparisons} comparisons "
+                    f"({row.swap_agreement:.0%}, 95% interval {row.swap_interval[0]:.0%}–{row.swap_interval[1]:.0%}, "
+                    f"below {SWAP_FLOOR:.0%})")
+            if row.longer_against_interval is not None and row.longer_against_interval[0] > 0.5:
+                low, high = row.longer_against_interval
+                row.flags.append(
+                    f"length bias: where the shorter draft was closer to the sent email it picked the longer one "
+                    f"{row._against_longer} of {row.length_votes} times ({row.longer_against_closeness:.0%}, "
+                    f"95% interval {low:.0%}–{high:.0%})")
             if row.position_a_rate is not None and abs(row.position_a_rate - 0.5) > 0.25:
                 row.flags.append(f"favours position {'A' if row.position_a_rate > 0.5 else 'B'} "
                                  f"({max(row.position_a_rate, 1 - row.position_a_rate):.0%} of votes)")
-            if row.length_bias is not None and abs(row.length_bias) > 0.25:
+            if row.length_bias is not None and abs(row.length_bias) > 0.25 and not any(
+                    f.startswith("length bias") for f in row.flags):
                 row.flags.append(f"length bias: picks the {'longer' if row.length_bias > 0 else 'shorter'} draft "
                                  f"{abs(row.length_bias):.0%} more often than closeness explains")
             if row.similarity_agreement is not None and row.similarity_agreement < 0.6:
@@ -148,6 +196,33 @@ def judge_audit(user, *, proposals: QuerySet[Proposal] | None = None) -> list[Au
             .values_list("judge_target", "judge_variant", "first_vote", "second_vote", "outcome",
                          "old_similarity", "new_similarity", "old_len", "new_len")[:AUDIT_ROWS])
     return audit_rows(rows)
+
+
+def _audit_values(queryset):
+    return (queryset.filter(identical=False).exclude(first_vote="").order_by("-pk")
+            .annotate(old_len=Length("old_draft"), new_len=Length("new_draft"))
+            .values_list("judge_target", "judge_variant", "first_vote", "second_vote", "outcome",
+                         "old_similarity", "new_similarity", "old_len", "new_len"))
+
+
+def judge_audit_of(target: str, variant: str) -> AuditRow | None:
+    """The audit of one judge (target, prompt variant) over its newest comparisons, whoever's:
+    what the learner's gate asks before accepting anything that judge decided."""
+    rows = audit_rows(_audit_values(Comparison.objects.filter(judge_target=target, judge_variant=variant))[:AUDIT_ROWS])
+    return rows[0] if rows else None
+
+
+def flagged_judges() -> list[AuditRow]:
+    """Every judge whose audit (over its newest comparisons) is flagged: the learner accepts
+    nothing they decide. Numbers only (no drafts), so any learner page may show them."""
+    judges = (Comparison.objects.filter(identical=False).exclude(first_vote="").order_by()
+              .values_list("judge_target", "judge_variant").distinct())
+    out = []
+    for target, variant in judges:
+        row = judge_audit_of(target, variant)
+        if row is not None and row.flagged:
+            out.append(row)
+    return out
 
 
 def swap_agreement(proposals: QuerySet[Proposal]) -> float | None:

@@ -47,6 +47,7 @@ from ..services.context import context_read, context_write
 from ..services.replay import draft_replay_reply
 from . import judging, stats
 from . import prompts as learner_prompts
+from . import selectors as learner_selectors
 from .models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal
 from .text import similarity, strip_quotes
 
@@ -114,11 +115,30 @@ def _decide(proposal: Proposal, *, now: datetime) -> stats.GateResult:
     result = stats.gate(wins=counts.get("win", 0), losses=counts.get("loss", 0), ties=counts.get("tie", 0),
                         alpha=_setting("LINDY_LEARNER_ALPHA", 0.1),
                         min_decided=_setting("LINDY_LEARNER_MIN_DECIDED", 5))
+    if result.decision == stats.ACCEPT:
+        result = _audit_hold(proposal, result)
     proposal.wins, proposal.losses, proposal.ties = result.wins, result.losses, result.ties
     proposal.p_value = result.p_value
     proposal.decision_reason = result.reason
     proposal.decided_at = now
     return result
+
+
+def _audit_hold(proposal: Proposal, result: stats.GateResult) -> stats.GateResult:
+    """Accept nothing a flagged judge decided: the sign test counts the judge's votes, so it is
+    only as good as the judge. The proposal waits (its pairs stay available) and says why."""
+    judges = (proposal.comparisons.filter(identical=False).exclude(first_vote="").order_by()
+              .values_list("judge_target", "judge_variant").distinct())
+    flags = []
+    for target, variant in judges:
+        row = learner_selectors.judge_audit_of(target, variant)
+        if row is not None and row.flagged:
+            flags.append(f"judge {target}/{variant} is flagged by its audit: " + "; ".join(row.flags))
+    if not flags:
+        return result
+    return stats.GateResult(stats.WAIT, result.wins, result.losses, result.ties, result.p_value,
+                            f"Not accepted although the sign test passed ({result.reason}): the learner accepts "
+                            f"nothing while its judge is flagged. " + " ".join(flags) + ".")
 
 
 def _write_if_current(proposal: Proposal, *, base_sha: str, base_version: int | None) -> None:

@@ -20,7 +20,7 @@ p = 1/32 = 0.031, 4 of 5 give p = 6/32 = 0.19 (not enough), 6 of 7 give p = 0.06
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb
+from math import comb, sqrt
 
 ACCEPT = "accepted"
 REJECT = "rejected"
@@ -60,3 +60,14 @@ def gate(*, wins: int, losses: int, ties: int, alpha: float = 0.1, min_decided: 
     else:
         why = f"{wins} wins, {losses} losses, {ties} ties is not significant (p = {p:.3f} > {alpha})"
     return GateResult(REJECT, wins, losses, ties, p, f"Rejected: {why}.")
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The Wilson score interval (95 % by default) of a proportion: honest at small n and at 0 or
+    1, where the normal approximation collapses to a point. None without observations."""
+    if n <= 0:
+        return None
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

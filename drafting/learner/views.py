@@ -32,7 +32,7 @@ def proposal_list(request):
     page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
     counts = selectors.status_counts(request.user)
     statuses = [(value, label, counts.get(value, 0)) for value, label in Proposal.Status.choices]
-    context = {"page": page, "status": status, "statuses": statuses}
+    context = {"page": page, "status": status, "statuses": statuses, "flagged": selectors.flagged_judges()}
     template = "drafting/learner/proposals.html#proposal-rows" if request.htmx else "drafting/learner/proposals.html"
     return render(request, template, context)
 
@@ -52,4 +52,6 @@ def proposal_detail(request, proposal_id: int):
 def judge_audit(request):
     _allowed(request)
     return render(request, "drafting/learner/judge_audit.html", {"rows": selectors.judge_audit(request.user),
-                                                                 "min_audit": selectors.MIN_AUDIT})
+                                                                 "min_audit": selectors.MIN_AUDIT,
+                                                                 "swap_floor": selectors.SWAP_FLOOR,
+                                                                 "flagged": selectors.flagged_judges()})

@@ -161,7 +161,15 @@ def _skip(draft: Draft, reason: str) -> str:
 
 
 def _draft(draft: Draft, user, team) -> str:
-    client = _client(user)
+    return draft_inbound(draft=draft, user=user, team=team, gmail=_client(user))
+
+
+def draft_inbound(*, draft: Draft, user, team, gmail) -> str:
+    """The drafting step on one claimed inbound email: read it and its thread from Gmail, apply
+    the rules, ask the model, save the draft (through the outbox). `gmail` is the user's
+    GmailClient, or anything answering its `get(path, params)` and `close()` with Gmail's shapes:
+    the learner simulation hands in its simulated mailbox here, so it drafts with this very code."""
+    client = gmail
     try:
         message = client.get(f"messages/{draft.gmail_message_id}", {"format": "full"})
         thread_id = message.get("threadId", "")

@@ -124,20 +124,29 @@ def rollout_evidence(*, route: Route, target: Target, variant: str) -> Evidence:
 
 def unevaluated_candidate(*, route: Route, target: Target, variant: str) -> str:
     """Why a prompt the optimizer wrote may not serve from `target` yet ("" when it may, or when a
-    person wrote it). Such a prompt has never served anyone, so its own passing offline eval on that
-    target is required on every way to users (a rollout, the baseline), superuser or not."""
-    optimization_id = (PromptVariant.objects.filter(route=route, name=variant)
-                       .values_list("optimization_id", flat=True).first())
-    if optimization_id is None:
+    person wrote it). Such a prompt has never served anyone, so on every way to users (a rollout,
+    the baseline), superuser or not, it needs a held-out score no worse than its parent's (the
+    slice of the eval set its run kept from gepa) and its own passing offline eval on that target."""
+    row = (PromptVariant.objects.filter(route=route, name=variant)
+           .values_list("optimization_id", "holdout_score", "parent_holdout_score").first())
+    if row is None or row[0] is None:
         return ""
+    optimization_id, holdout, parent_holdout = row
     own = latest_finished(route, target.pk, variant)
-    if own is None:
+    failures = run_failures(own) if own is not None else []
+    if holdout is None or parent_holdout is None:
+        # Its run chose it on gepa's own cases; only the held-out slice, which gepa never saw, says it
+        # generalizes (router.services.optimize.score_holdout).
+        why = "it was never scored on its run's held-out slice"
+    elif holdout < parent_holdout:
+        why = (f"it scored {holdout:.3f} on its run's held-out slice (cases the optimizer never saw), below its "
+               f"parent's {parent_holdout:.3f}")
+    elif own is None:
         why = "it has no finished offline eval"
-    else:
-        failures = run_failures(own)
-        if not failures:
-            return ""
+    elif failures:
         why = f"its latest offline eval (run {own.pk}) did not pass: {'; '.join(failures)}"
+    else:
+        return ""
     return (f"Prompt variant {variant!r} was written by optimization run {optimization_id} and {why} on "
             f"{target.name}. An optimizer's candidate reaches users only after its own passing offline eval on "
             "that target; the superuser override does not apply to it.")

@@ -11,6 +11,16 @@ a candidate being tried (variants.trying) and a stored candidate are both built 
 product's own code. The validator and the drafting app (email.draft, learner.propose,
 learner.judge) register theirs.
 
+The eval set is split three ways, by a hash of each case id (so the same case lands in the same
+slice in every run, and a held-out case never trains a later run): gepa's training cases (its
+reflection minibatches), gepa's validation cases (which candidates it keeps, and which are
+stored), and a held-out slice gepa never sees. The run records which case went where
+(OptimizationRun.split); a set too small to give each slice MIN_SLICE cases is refused. After
+gepa, the parent and each stored candidate are scored on the held-out slice, once, and those
+scores are what the rollout gate reads (router.services.evidence.unevaluated_candidate: a
+candidate that does worse there than its parent never reaches users). The held-out scoring's
+calls are reserved out of the budget before gepa starts.
+
 A run (OptimizationRun) states its budget — model calls, tokens and dollars — before it
 starts; every call of the run (the candidates' eval calls and the reflection calls) is counted
 against it, and a call that would exceed any of the three is not made: the run stops there.
@@ -22,7 +32,10 @@ router's normal path — its own offline eval per target, then an evidence-gated
 
 Offline (no model keys) the reflection is the offline rules' deterministic mutation
 (router.offline_policies.reflect), and candidates that only tie the parent are kept (the
-offline rules of most routes do not read the prompt), so the whole path runs in tests.
+offline rules of most routes do not read the prompt), so the whole path runs in tests. The
+worked example router.triage (router/triage.py) is a route whose offline rule does read its
+prompt: there the loop finds the rule the parent lacks, and the candidate beats the parent on
+the held-out slice.
 """
 
 from __future__ import annotations
@@ -66,6 +79,8 @@ MAX_USD, MAX_CALLS, MAX_TOKENS = Decimal("1000"), 100_000, 500_000_000
 MAX_STORED = 5  # Pareto-best candidates stored per run
 MINIBATCH = 3
 MAX_LOG = 200
+MIN_SLICE = 3  # eval cases each of the three slices needs at least
+SHARES = {"val": 0.3, "holdout": 0.3}  # the rest trains
 
 
 def _stale_seconds() -> float:
@@ -95,6 +110,30 @@ def optimizable(route: str) -> bool:
 
 def optimizable_routes() -> list[str]:
     return sorted(r for r in _OPTIMIZABLE if evals.has_eval_set(r))
+
+
+def split_cases(route: str, cases: list[dict]) -> dict[str, list[str]]:
+    """{train, val, holdout: [case ids]}: cases ordered by a hash of (route, id), the first
+    SHARES["holdout"] of them held out, the next SHARES["val"] gepa's validation, the rest its
+    training. Raises ValidationError when a slice would have fewer than MIN_SLICE cases."""
+    ids = [str(case["id"]) for case in cases]
+    need = 3 * MIN_SLICE
+    if len(ids) < need:
+        raise ValidationError(f"Route {route} has {len(ids)} eval cases: too few to split into gepa's training "
+                              f"and validation cases and a held-out slice ({need} needed, {MIN_SLICE} per slice).")
+    ordered = sorted(ids, key=lambda i: hashlib.sha256(f"{route}\0{i}".encode()).hexdigest())
+    holdout = max(MIN_SLICE, round(len(ids) * SHARES["holdout"]))
+    val = max(MIN_SLICE, round(len(ids) * SHARES["val"]))
+    train = len(ids) - holdout - val
+    if train < MIN_SLICE:
+        holdout, val = holdout - (MIN_SLICE - train + 1) // 2, val - (MIN_SLICE - train) // 2
+    return {"holdout": ordered[:holdout], "val": ordered[holdout:holdout + val],
+            "train": ordered[holdout + val:]}
+
+
+def _slices(cases: list[dict], split: dict[str, list[str]]) -> dict[str, list[dict]]:
+    by_id = {str(case["id"]): case for case in cases}
+    return {name: [by_id[i] for i in split.get(name, []) if i in by_id] for name in ("train", "val", "holdout")}
 
 
 class BudgetReached(Exception):  # noqa: N818 - a stop, not an error
@@ -131,17 +170,30 @@ def optimization_run_create(*, route: Route, target: Target, budget_usd: Decimal
     if OptimizationRun.objects.filter(route=route, status__in=OptimizationRun.ACTIVE).exists():
         raise ValidationError(f"Route {route.name} already has an optimization running.")
     cases = evals.suite_cases(route.name)
+    split = split_cases(route.name, cases)
+    reserve = _holdout_reserve(split)
+    if calls <= reserve:
+        raise ValidationError(f"The call budget must exceed the {reserve} calls reserved for scoring the parent and "
+                              f"up to {MAX_STORED} candidates on the {len(split['holdout'])} held-out cases.")
     try:
         with transaction.atomic():
             return OptimizationRun.objects.create(
                 route=route, target=target, parent_variant=parent, budget_usd=usd,
-                budget_calls=calls, budget_tokens=tokens, case_count=len(cases),
+                budget_calls=calls, budget_tokens=tokens, case_count=len(cases), split=split,
                 created_by=actor if getattr(actor, "pk", None) else None,
                 log=[_line(f"Queued: {len(cases)} eval cases, parent {parent!r} on {target.name}; budget "
-                           f"${usd}, {calls} calls, {tokens} tokens.")],
+                           f"${usd}, {calls} calls, {tokens} tokens."),
+                     _line(f"Split: {len(split['train'])} cases train gepa, {len(split['val'])} choose its candidates, "
+                           f"{len(split['holdout'])} are held out for the rollout gate ({reserve} calls reserved "
+                           "to score them).")],
             )
     except IntegrityError:
         raise ValidationError(f"Route {route.name} already has an optimization running.") from None
+
+
+def _holdout_reserve(split: dict[str, list[str]]) -> int:
+    """Calls kept back from gepa to score the parent and every stored candidate on the held-out slice."""
+    return len(split.get("holdout", [])) * (1 + MAX_STORED)
 
 
 def optimization_run_start(**kwargs) -> OptimizationRun:
@@ -168,9 +220,10 @@ def _log(run_id: int, text: str, **fields) -> None:
 class Spend:
     """The run's spend, kept in its row (so it survives a restart) and checked before each call."""
 
-    def __init__(self, run: OptimizationRun):
+    def __init__(self, run: OptimizationRun, reserve_calls: int = 0):
         self.run = run
         self.target = routing.TargetInfo.from_model(run.target)
+        self.reserve_calls = reserve_calls  # kept back for the held-out scoring, released after gepa
 
     def _reload(self) -> None:
         self.run.refresh_from_db(fields=["spent_usd", "spent_calls", "spent_tokens"])
@@ -183,8 +236,10 @@ class Spend:
         worst = (info.input_price * estimate_tokens(request_text) + info.output_price * max_tokens) / Decimal(1_000_000)
         if gateway.offline_mode() and info.provider != "offline":
             worst = Decimal("0")  # the offline rules stand in: nothing is billed
-        if run.spent_calls + 1 > run.budget_calls:
-            raise BudgetReached(f"the call budget ({run.budget_calls}) is spent")
+        if run.spent_calls + 1 > run.budget_calls - self.reserve_calls:
+            raise BudgetReached(f"the call budget ({run.budget_calls}, {self.reserve_calls} of it reserved for the "
+                                "held-out slice) is spent" if self.reserve_calls else
+                                f"the call budget ({run.budget_calls}) is spent")
         if run.spent_tokens + tokens > run.budget_tokens:
             raise BudgetReached(f"the next call could exceed the token budget ({run.budget_tokens})")
         if run.spent_usd + worst > run.budget_usd:
@@ -200,7 +255,8 @@ class Spend:
     def exhausted(self) -> bool:
         self._reload()
         run = self.run
-        return run.spent_calls >= run.budget_calls or run.spent_tokens >= run.budget_tokens or run.spent_usd >= run.budget_usd
+        return (run.spent_calls >= run.budget_calls - self.reserve_calls or run.spent_tokens >= run.budget_tokens
+                or run.spent_usd >= run.budget_usd)
 
 
 def candidate_name(run: OptimizationRun, candidate: Mapping[str, str]) -> str:
@@ -385,11 +441,14 @@ def _execute(run: OptimizationRun) -> OptimizationRun:
         return _finish(run, status=OptimizationRun.Status.FAILED,
                        error=f"Route {run.route.name} is not optimizable in this deployment.")
     try:
-        cases = evals.suite_cases(run.route.name)
+        split = run.split or split_cases(run.route.name, evals.suite_cases(run.route.name))
+        slices = _slices(evals.suite_cases(run.route.name), split)
+        if min(len(cases) for cases in slices.values()) < 1:
+            raise ValidationError("The eval cases this run split no longer exist: start a new run.")
         seed = {k: str(v) for k, v in owner.components(run.parent_variant).items()}
     except (ValidationError, variants.UnknownVariant) as exc:
         return _finish(run, status=OptimizationRun.Status.FAILED, error="; ".join(getattr(exc, "messages", [str(exc)])))
-    spend = Spend(run)
+    spend = Spend(run, reserve_calls=_holdout_reserve(split))
     adapter = Adapter(run, spend, seed)
     resuming = bool(run.state)
     _log(run.pk, f"Resumed at generation {run.generation} (attempt {run.attempts})." if resuming
@@ -407,8 +466,10 @@ def _execute(run: OptimizationRun) -> OptimizationRun:
                 handle.write(bytes(run.state or b""))
         try:
             gepa.optimize(
-                seed_candidate=seed, trainset=cases, valset=cases, adapter=adapter,  # type: ignore[arg-type]
-                custom_candidate_proposer=adapter.propose, reflection_minibatch_size=min(MINIBATCH, len(cases)),
+                seed_candidate=seed, trainset=slices["train"], valset=slices["val"],
+                adapter=adapter,  # type: ignore[arg-type]
+                custom_candidate_proposer=adapter.propose,
+                reflection_minibatch_size=min(MINIBATCH, len(slices["train"])),
                 stop_callbacks=[lambda _state: spend.exhausted()], run_dir=run_dir,
                 callbacks=[Progress(run, run_dir)],  # type: ignore[list-item]
                 val_evaluation_policy=Policy(),
@@ -430,9 +491,39 @@ def _execute(run: OptimizationRun) -> OptimizationRun:
         return _finish(run, status=OptimizationRun.Status.DONE,
                        stop_reason=stop_reason + " The budget did not cover one evaluation of the parent; nothing stored.")
     stored = store_candidates(run=run, state=state, seed=seed)
+    held = score_holdout(run=run, adapter=adapter, spend=spend, seed=seed, stored=stored, cases=slices["holdout"])
     run = _finish(run, status=OptimizationRun.Status.DONE,
-                  stop_reason=f"{stop_reason} {len(stored)} candidate(s) stored as prompt variants.")
+                  stop_reason=f"{stop_reason} {len(stored)} candidate(s) stored as prompt variants. {held}")
     return run
+
+
+def score_holdout(*, run: OptimizationRun, adapter: Adapter, spend: Spend, seed: dict[str, str],
+                  stored: list[PromptVariant], cases: list[dict]) -> str:
+    """Score the parent and each stored candidate on the held-out slice (gepa never saw it), with
+    the calls reserved for it; the scores go on each candidate, for the rollout gate. Returns a
+    sentence for the run's stop reason."""
+    if not stored or not cases:
+        return ""
+    spend.reserve_calls = 0
+
+    def mean(candidate: dict[str, str]) -> float:
+        name = adapter._name(candidate)
+        return sum(adapter._one(case, candidate, name)["score"] for case in cases) / len(cases)
+
+    try:
+        parent = mean(seed)
+        lines = []
+        for variant in stored:
+            score = mean({k: str(v) for k, v in variant.components.items()})
+            PromptVariant.objects.filter(pk=variant.pk).update(holdout_score=score, parent_holdout_score=parent)
+            variant.holdout_score, variant.parent_holdout_score = score, parent
+            lines.append(f"{variant.name} {score:.3f}")
+    except BudgetReached as exc:
+        _log(run.pk, f"Held-out slice not fully scored: {exc}. Candidates without a held-out score cannot roll out.")
+        return "The budget ran out before the held-out slice was scored."
+    summary = (f"On the {len(cases)} held-out cases gepa never saw: parent {parent:.3f}, " + ", ".join(lines) + ".")
+    _log(run.pk, summary)
+    return summary
 
 
 class _Quiet:
@@ -508,5 +599,6 @@ def optimization_recover() -> list[int]:
 
 __all__ = [
     "BudgetReached", "optimizable", "optimizable_routes", "optimization_recover", "optimization_run_create",
-    "optimization_run_execute", "optimization_run_start", "register_optimizable", "store_candidates",
+    "optimization_run_execute", "optimization_run_start", "register_optimizable", "score_holdout", "split_cases",
+    "store_candidates",
 ]

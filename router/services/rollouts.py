@@ -233,8 +233,9 @@ def rollout_resume(*, rollout: Rollout, actor=None, reason: str = "") -> Rollout
         rollout = _locked(rollout)
         if rollout.status != Rollout.Status.PAUSED:
             raise ValidationError("Only a paused rollout can resume.")
+        # The stage keeps its start (its sequences run on: restarting them would spend its alpha
+        # again); its minimum duration counts from this event (guardrails.evaluate).
         rollout.status = Rollout.Status.RUNNING
-        rollout.stage_started_at = timezone.now()
         rollout.save()
         _event(rollout, RolloutEvent.Kind.RESUMED, rollout.percent, rollout.percent,
                reason or "Resumed: the stage's minimum duration counts again from now.", actor)

@@ -47,7 +47,9 @@ def _scored_calls(rollout, arm, values, metric="judge.quality", users=None):
 
 
 def _cohorts(rollout, baseline_back=6, candidate_back=6, size=6):
-    """Retention cohorts: `size` users per arm first seen 12 days ago, `*_back` of them back 2 days ago."""
+    """Retention cohorts: `size` users per arm first seen 12 days ago, `*_back` of them back 2 days ago
+    (the rollout started 20 days ago: retention counts its cohorts from the rollout's start)."""
+    Rollout.objects.filter(pk=rollout.pk).update(created_at=timezone.now() - timedelta(days=20))
     for arm, back in (("baseline", baseline_back), ("candidate", candidate_back)):
         for i, user in enumerate(UserFactory.create_batch(size)):
             record_call(rollout=rollout, arm=arm, user=user, ago=timedelta(days=12))
@@ -80,9 +82,12 @@ def test_held_evidence_ramps_stage_by_stage_and_the_last_stage_completes(rollout
     assert rollout.percent == 10
     assert any("minimum" in line for line in rollout.last_check["pending"])
 
-    # The stage needs its own scored candidate calls, not the previous stage's.
+    # The stage needs its own evidence, from its own start: the previous stage's calls count no more.
     _age_stage(rollout)
     assert services.rollout_check(rollout=rollout) == "hold"
+    assert "not enough evidence yet: no online eval scores yet (10 per arm needed)" in (
+        Rollout.objects.get(pk=rollout.pk).last_check["pending"])
+    _scored_calls(rollout, "baseline", [0.8] * 12)
     _scored_calls(rollout, "candidate", [0.81] * 10)
     assert services.rollout_check(rollout=rollout) == "ramp"
     rollout.refresh_from_db()
@@ -132,11 +137,12 @@ def test_degraded_rollout_is_rolled_back_with_its_reason(rollout):
 
 
 def test_outcome_signal_where_lower_is_better_rolls_back(rollout):
-    _scored_calls(rollout, "baseline", ([0.0] * 9 + [1.0]) * 6, metric="validator.blocked")  # 10% blocked
-    _scored_calls(rollout, "candidate", ([1.0] * 4 + [0.0] * 6) * 6, metric="validator.blocked")  # 40%
+    _scored_calls(rollout, "baseline", ([0.0] * 9 + [1.0]) * 12, metric="validator.blocked")  # 10% blocked
+    _scored_calls(rollout, "candidate", ([1.0] * 4 + [0.0] * 6) * 12, metric="validator.blocked")  # 40%
     assert services.rollout_check(rollout=rollout) == "roll_back"
     reason = rollout.events.last().reason
-    assert "validator.blocked: candidate 0.400 vs baseline 0.100 (lower is better, margin 0.05, n=60/60" in reason
+    assert ("validator.blocked: candidate 0.400 vs baseline 0.100 (lower is better, margin 0.05, n=120/120 users, "
+            "120/120 calls") in reason
 
 
 def test_too_few_samples_holds_even_when_they_look_bad(rollout):
@@ -146,7 +152,7 @@ def test_too_few_samples_holds_even_when_they_look_bad(rollout):
     assert services.rollout_check(rollout=rollout) == "hold"
     rollout.refresh_from_db()
     assert rollout.status == "running" and rollout.percent == 1
-    assert "not enough evidence yet: judge.quality: n=3 candidate / 12 baseline, 10 needed per arm" in (
+    assert "not enough evidence yet: judge.quality: n=3 candidate / 12 baseline users, 10 needed per arm" in (
         rollout.last_check["pending"])
 
 
@@ -163,7 +169,7 @@ def test_a_small_unsure_difference_holds_rather_than_rolls_back(rollout):
 
 
 def test_error_rate_regression_rolls_back(rollout):
-    for i in range(20):
+    for i in range(40):
         record_call(rollout=rollout, arm="baseline")
         record_call(rollout=rollout, arm="candidate", error="HTTP 500" if i % 2 else "")
     assert services.rollout_check(rollout=rollout) == "roll_back"
@@ -410,32 +416,32 @@ def test_a_stale_decision_never_ramps_twice(rollout, monkeypatch):
         services.rollout_ramp(rollout=rollout, reason="stale", from_stage=0)
 
 
-def test_the_aggregates_only_count_calls_inside_the_window(rollout, settings, django_assert_max_num_queries):
-    """A rollout left running for months: old calls neither sway the verdict nor get scanned."""
-    from django.db.models import F
-
+def test_the_aggregates_count_users_from_the_stage_start(rollout, django_assert_max_num_queries):
+    """Each sequence has a fixed start, the stage's: calls before it neither sway the verdict nor
+    count (never a sliding window). Users are the unit: a user's many calls are one value, their mean."""
     from router import selectors
-    from router.models import ModelCall
 
-    settings.ROUTER_GUARDRAIL_WINDOW_DAYS = 30
-    _scored_calls(rollout, "candidate", [0.1] * 12)  # terrible, but long ago
-    ModelCall.objects.filter(rollout=rollout).update(created_at=F("created_at") - timedelta(days=31))
-    _age_stage(rollout, hours=1)  # (moves the old calls one hour further back too)
-    _scored_calls(rollout, "baseline", [0.8] * 12)
-    _scored_calls(rollout, "candidate", [0.8] * 12)
+    _scored_calls(rollout, "candidate", [0.1] * 12)  # terrible, but in the stage before this one
+    _age_stage(rollout, hours=1)  # the stage started an hour ago; the calls so far were before it
+    heavy, light = UserFactory(), UserFactory.create_batch(11)
+    _scored_calls(rollout, "baseline", [0.8] * 12, users=light + [heavy])
+    _scored_calls(rollout, "candidate", [0.8] * 11, users=light)
+    _scored_calls(rollout, "candidate", [0.0, 0.4] * 10, users=[heavy])  # 20 calls, one user, mean 0.2
     calls = selectors.arm_calls(rollout)
-    assert calls["candidate"]["calls"] == 12 == calls["baseline"]["calls"]
-    assert selectors.arm_scores(rollout)["judge.quality"]["candidate"] == {
-        "mean": pytest.approx(0.8), "var": pytest.approx(0), "n": 12}
-    with django_assert_max_num_queries(12):
+    assert (calls["candidate"]["calls"], calls["candidate"]["users"]) == (31, 12)
+    assert calls["candidate"]["calls_per_user"] == pytest.approx(31 / 12)
+    assert (calls["baseline"]["calls"], calls["baseline"]["users"]) == (12, 12)
+    candidate = selectors.arm_scores(rollout)["judge.quality"]["candidate"]
+    # Per user: eleven users at 0.8 and one at 0.2 (not 31 calls of which 20 are the heavy user's).
+    assert candidate == {"mean": pytest.approx((11 * 0.8 + 0.2) / 12), "n": 12, "calls": 31,
+                         "var": pytest.approx(((0.2 - 0.75) ** 2 + 11 * 0.05 ** 2) / 11)}
+    with django_assert_max_num_queries(14):
         result = services.guardrails.evaluate(rollout)
     assert not result["problems"]
-    # With a window wide enough to reach them, the same old calls would roll it back.
-    settings.ROUTER_GUARDRAIL_WINDOW_DAYS = 60
-    assert services.guardrails.evaluate(rollout)["problems"]
-    # The window filter (rollout, arm, created_at) has an index of exactly that shape.
-    assert any(index.fields == ["rollout", "arm", "created_at"] for index in ModelCall._meta.indexes)
-
+    [check] = [c for c in result["checks"] if c["metric"] == "judge.quality"]
+    assert "n=12/12 users, 31/12 calls" in check["line"]
+    # The sample-ratio check counts users too.
+    assert result["srm"]["users"] == {"baseline": 12, "candidate": 12}
 
 
 def test_slower_candidate_rolls_back_on_latency(rollout):

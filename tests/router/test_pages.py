@@ -272,3 +272,26 @@ def test_team_admins_only_ever_see_their_own_teams_usage(cast):
     assert 'id="savings"' not in body
     for who in (cast.member, cast.support):
         assert client_for(who).get("/router/costs/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_rollout_page_shows_users_and_calls_per_user_since_the_stage_started(cast):
+    """Users are the unit the guardrails compare; calls per user are shown beside them."""
+    import re
+
+    from tests.factories import UserFactory
+
+    email = route("email.draft")
+    variant(email, "flash-tuned")
+    offline_evidence(email, cheap_target(), "flash-tuned")
+    rollout = services.rollout_start(route=email, candidate=cheap_target(), candidate_variant="flash-tuned")
+    record_call(rollout=rollout, arm="candidate", ago=timedelta(days=1))  # before the stage started: not counted
+    users = UserFactory.create_batch(2)
+    for user, n in zip(users, (3, 1), strict=True):
+        for _ in range(n):
+            record_call(rollout=rollout, arm="candidate", user=user)
+    for _ in range(5):
+        record_call(rollout=rollout, arm="baseline", user=users[0])
+    body = client_for(cast.superuser).get(f"/router/rollouts/{rollout.pk}/").content.decode()
+    assert re.findall(r"<td data-users>(\d+)</td>", body) == ["1", "2"]
+    assert re.findall(r"<td data-calls-per-user>([\d.]+)</td>", body) == ["5.0", "2.0"]

@@ -8,14 +8,17 @@ import random
 import pytest
 
 from router.models import Rollout
-from router.sequential import Arm, compare, halfwidth, srm_p_value
+from router.sequential import Arm, compare, halfwidth, holm, srm_p_value
 from router.services import guardrails
 
 ALPHA = 0.05
 
 
 def _arm_aggregates(calls: int, errors: int) -> dict:
-    return {"calls": calls, "errors": errors, "error_rate": errors / calls, "ok_calls": calls - errors,
+    """selectors.arm_calls's shape, one call per user."""
+    rate = errors / calls
+    return {"calls": calls, "errors": errors, "users": calls, "error_rate": rate,
+            "error_var": rate * (1 - rate) * calls / (calls - 1), "ok_users": calls - errors,
             "latency_mean": 0.0, "latency_var": 0.0, "cost_mean": 0.0, "cost_var": 0.0}
 
 
@@ -97,3 +100,20 @@ def test_sample_ratio_mismatch():
     assert srm_p_value({"candidate": 50, "baseline": 50}, {"candidate": 0.5, "baseline": 0.5}) == 1.0
     assert srm_p_value({"candidate": 80, "baseline": 20}, {"candidate": 0.5, "baseline": 0.5}) < 1e-6
     assert srm_p_value({"candidate": 11, "baseline": 89}, {"candidate": 0.1, "baseline": 0.9}) > 0.5
+
+
+def test_holm_tests_the_family_at_alpha_over_its_size_and_steps_down():
+    """A difference harm at alpha alone is not harm in a family of five; once the clearest metric
+    is rejected at alpha/5, the next is tested at alpha/4."""
+    def at(candidate, baseline):
+        return lambda level: compare(candidate, baseline, margin=0.0, alpha=level)
+
+    borderline = (Arm.binary(300, 130), Arm.binary(300, 165))  # harm at 0.05 on its own, not at 0.01
+    assert compare(*borderline, margin=0.0, alpha=ALPHA).verdict == "harm"
+    alone = holm({"score": at(*borderline)}, alpha=ALPHA, family=5)
+    assert alone["score"][0].verdict != "harm" and alone["score"][1] == ALPHA / 5
+    clear = (Arm.binary(300, 60), Arm.binary(300, 240))
+    both = holm({"clear": at(*clear), "score": at(*borderline)}, alpha=ALPHA, family=2)
+    assert both["clear"] == (both["clear"][0], ALPHA / 2) and both["clear"][0].verdict == "harm"
+    assert both["score"][1] == ALPHA  # stepped down: one hypothesis left
+    assert holm({}, alpha=ALPHA, family=0) == {}

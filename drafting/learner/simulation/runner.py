@@ -1,21 +1,23 @@
 """`manage.py learner_simulate`: the real pipeline against simulated users, on a simulated clock.
 
-What is real: the drafting call (route email.draft, the user's current drafting.md, through the
-router, recorded with its replayable request), the pairs (drafting.services.pair_create: the
+What is real: the drafting step itself (drafting.services.inbound.draft_inbound: the rules, the
+call on route email.draft with the user's current drafting.md through the router, recorded with
+its replayable request, the draft saved through the outbox), the pairs (drafting.services.pair_create: the
 same cleaning, similarity and thresholds as production), the adaptive cadence
 (learner_due, checked every simulated hour), the learner (learner.propose, replays, the judge
 twice per comparison, the sign test) and the memory revisions it writes. All of it on the offline
 provider, so anyone can run it with no network.
 
-What is simulated: the people (drafting.learner.simulation.users) and the Gmail transport. A
-simulated user's inbound mail is handed to the drafting step as Gmail would give it (headers,
-body), and what they send is paired with the draft as the sent-mail step would.
+What is simulated: the people (drafting.learner.simulation.users) and Gmail. A simulated user's
+inbound mail is read by the drafting step from a simulated mailbox that answers in Gmail's
+shapes (SimulatedGmail), and what they send is paired with the draft as the sent-mail step would.
 
 Everything happens inside one transaction that is rolled back at the end (unless `keep`), so
 a simulation leaves nothing behind."""
 
 from __future__ import annotations
 
+import base64
 import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,10 +28,9 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from lindy.models import Membership, Team, User
-from router import gateway
 
-from ... import prompts, rules
 from ...models import Draft, DraftPair
+from ...services import inbound as inbound_service
 from ...services.context import context_read, context_write
 from ...services.pairs import pair_create
 from .. import selectors, services
@@ -61,44 +62,47 @@ class Day:
 _ids = itertools.count(1)
 
 
-def _draft_inbound(user: User, team: Team, sim: SimUser, inbound: Inbound, tag: str) -> Draft:
-    """The drafting step on one inbound email (drafting.services.inbound, after its Gmail reads)."""
-    n = next(_ids)
-    headers = {"from": inbound.sender, "to": user.email, "subject": inbound.subject}
+class SimulatedGmail:
+    """The simulated user's mailbox, answering the two reads the drafting step makes
+    (`messages/{id}` and `threads/{id}`, format=full) in Gmail's shapes: headers, a base64url
+    text/plain body, labels, internalDate."""
+
+    def __init__(self, message: dict):
+        self.message = message
+
+    def get(self, path: str, params=None) -> dict:
+        if path == f"messages/{self.message['id']}":
+            return self.message
+        if path == f"threads/{self.message['threadId']}":
+            return {"id": self.message["threadId"], "messages": [self.message]}
+        raise ValueError(f"The simulated mailbox has no {path}.")
+
+    def close(self) -> None:
+        pass
+
+
+def _gmail_message(*, message_id: str, thread_id: str, user: User, inbound: Inbound) -> dict:
+    headers = {"From": inbound.sender, "To": user.email, "Subject": inbound.subject,
+               "Message-ID": f"<{message_id}@sim.test>"}
     if not inbound.needs_reply:
-        headers["list-unsubscribe"] = "<mailto:unsubscribe@vendor.test>"
-    now = timezone.now()
-    draft = Draft.objects.create(user=user, team=team, gmail_message_id=f"sim-{tag}-{n}",
-                                 gmail_thread_id=f"sim-thread-{tag}-{n}", inbound_from=inbound.sender,
-                                 inbound_to=user.email, inbound_subject=inbound.subject, inbound_body=inbound.body,
-                                 inbound_at=now)
-    reason = rules.skip_reason(headers=headers, labels=["INBOX"], own_addresses={user.email.casefold()})
-    if reason:
-        draft.status, draft.skip_reason = Draft.Status.SKIPPED, reason[:300]
-        draft.save()
-        return draft
-    thread = prompts.Thread(user_name=user.display_name, user_email=user.email,
-                            last=prompts.Message(sender=inbound.sender, to=user.email, subject=inbound.subject,
-                                                 body=inbound.body, at=now.isoformat()))
-    context = context_read(user)
-    assignment = gateway.assign(prompts.ROUTE, user)
-    request = prompts.build_draft_request(context=context.text, thread=thread, variant=assignment.prompt_variant)
-    completion = gateway.complete(route=prompts.ROUTE, user=user, team=team, system=request["system"],
-                                  messages=request["messages"], max_tokens=request["max_tokens"],
-                                  assignment=assignment, metadata={"draft_id": draft.pk}, budget_wait=0)
-    reply = prompts.parse_reply(completion.text)
-    draft.request, draft.thread = request, thread.as_dict()
-    draft.context_text, draft.context_sha256 = context.text, context.sha256
-    draft.context_version, draft.context_revision_id = context.version, context.revision_id
-    draft.target_name, draft.prompt_variant, draft.arm = (assignment.target.name, completion.prompt_variant,
-                                                          assignment.arm)
-    draft.model_call_id = completion.call_id
-    if not reply.needed or not reply.body:
-        draft.status, draft.skip_reason = Draft.Status.SKIPPED, f"The model: {reply.reason}"[:300]
-    else:
-        draft.status, draft.body = Draft.Status.RECORDED, reply.body
-        draft.to, draft.subject = [inbound.sender], f"Re: {inbound.subject}"[:300]
-    draft.save()
+        headers["List-Unsubscribe"] = "<mailto:unsubscribe@vendor.test>"
+    body = base64.urlsafe_b64encode(inbound.body.encode()).decode().rstrip("=")
+    return {"id": message_id, "threadId": thread_id, "labelIds": ["INBOX"],
+            "internalDate": str(int(timezone.now().timestamp() * 1000)),
+            "payload": {"mimeType": "text/plain", "headers": [{"name": k, "value": v} for k, v in headers.items()],
+                        "body": {"data": body}}}
+
+
+def _draft_inbound(user: User, team: Team, sim: SimUser, inbound: Inbound, tag: str) -> Draft:
+    """The product's drafting step (drafting.services.inbound.draft_inbound) on one inbound email,
+    read from the simulated mailbox instead of Gmail."""
+    n = next(_ids)
+    message_id, thread_id = f"sim-{tag}-{n}", f"sim-thread-{tag}-{n}"
+    draft = Draft.objects.create(user=user, team=team, gmail_message_id=message_id, inbound_subject=inbound.subject,
+                                 inbound_at=timezone.now())
+    gmail = SimulatedGmail(_gmail_message(message_id=message_id, thread_id=thread_id, user=user, inbound=inbound))
+    inbound_service.draft_inbound(draft=draft, user=user, team=team, gmail=gmail)
+    draft.refresh_from_db()
     return draft
 
 
@@ -156,11 +160,19 @@ def simulate(*, users: int, days: int, seed: int, mails_per_day: int = 8, keep: 
                 say(f"day {day}: {drafted} drafts, {pairs} pairs, {heavy} heavily edited")
             proposals = Proposal.objects.filter(team=team, kind=Proposal.Kind.EDIT)
             agreement = selectors.swap_agreement(proposals)
+            audit = [row.figures() for row in selectors.judge_audit(None, proposals=proposals)]
+            for row in audit:
+                say(f"judge audit {row['judge']}: {row['comparisons']} comparisons, swap agreement "
+                    f"{row['swap_agreement']} (95% interval {row['swap_interval']}), longer draft picked against "
+                    f"closeness {row['longer_against_closeness']} of {row['length_votes']} votes (95% interval "
+                    f"{row['longer_against_interval']}), length bias {row['length_bias']}, flags: "
+                    f"{'; '.join(row['flags']) or 'none'}")
             result = {
                 "days": [d.as_dict() for d in days_out],
                 "accepted": proposals.filter(status=Proposal.Status.ACCEPTED).count(),
                 "rejected": proposals.filter(status=Proposal.Status.REJECTED).count(),
                 "judge_swap_agreement": round(agreement, 3) if agreement is not None else None,
+                "judge_audit": audit,
             }
             if log:
                 for sim, user in people:

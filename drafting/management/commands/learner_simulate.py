@@ -5,7 +5,9 @@
 Runs the real pipeline (drafting, pairs, cadence, learner, judge) on the offline provider and a
 simulated clock; prints each learner run, then ONE JSON line last:
 {"days": [{"day": 1, "drafts": n, "heavy_edit_rate": r}, ...], "accepted": a, "rejected": b,
- "judge_swap_agreement": x}. Nothing is kept unless --keep."""
+ "judge_swap_agreement": x, "judge_audit": [{"judge", "comparisons", "swap_agreement", "swap_interval",
+ "length_votes", "longer_against_closeness", "longer_against_interval", "length_bias", "flags"}]}, after a
+"judge audit ..." line with the same figures. Nothing is kept unless --keep."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         self.stdout.write(f"Optimization #{run.pk}: {route} on {target}, parent variant {run.parent_variant!r}, "
-                          f"{run.case_count} eval cases.")
+                          f"{run.case_count} eval cases: {len(run.split['train'])} train gepa, {len(run.split['val'])} "
+                          f"choose its candidates, {len(run.split['holdout'])} are held out for the rollout gate.")
         self.stdout.write(f"Budget: ${run.budget_usd.normalize()}, {run.budget_calls} calls, {run.budget_tokens} tokens "
                           "(the run stops before a call would exceed any of them).")
         if gateway.offline_mode():
@@ -51,6 +52,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Generations {run.generation}; spent {run.spent_calls} calls, {run.spent_tokens} tokens, "
                           f"${run.spent_usd.normalize()}; parent score {run.parent_score}, best {run.best_score}.")
         for candidate in run.candidates.order_by("-eval_score", "name"):
-            self.stdout.write(f"  {candidate.name}: {candidate.eval_score:.3f} (parent {candidate.parent_score:.3f})")
+            held = ("" if candidate.holdout_score is None or candidate.parent_holdout_score is None else
+                    f"; held out {candidate.holdout_score:.3f} (parent {candidate.parent_holdout_score:.3f})")
+            self.stdout.write(f"  {candidate.name}: {candidate.eval_score:.3f} on gepa's validation cases "
+                              f"(parent {candidate.parent_score:.3f}){held}")
         if run.status != run.Status.DONE:
             raise CommandError(f"Optimization #{run.pk} failed: {run.error}")
