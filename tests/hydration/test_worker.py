@@ -121,8 +121,6 @@ def test_a_whole_worker_killed_mid_run_is_resumed_by_the_next_worker_within_a_mi
     # Resumed by the sweep's re-queue (not the broker's 1 h visibility timeout): how soon is the
     # arithmetic of the stale window and the sweep period (README), not this machine's speed.
     assert run.attempts == 2
-    assert re.search(rf"hydration\.tasks\.recover\[[\w-]+\] succeeded in [\d.]+s: \[{run.pk}\]",
-                     celery_worker_process.log_path.read_text()), celery_worker_process.log()
     revisions = Revision.objects.filter(filesystem=fs, source_kind="hydration_run")
     assert revisions.count() == 1 and run.revision_id == revisions.get().pk
     assert "We always deploy to staging before prod." in MemoryFile.objects.get(filesystem=fs,
@@ -139,7 +137,6 @@ def test_a_worker_child_killed_mid_run_is_taken_over_by_its_redelivery_at_once(c
     is the lease's, so it takes the run over now, not when the 30-minute lease passes (no sweep),
     and writes one whole revision."""
     import os
-    import re
     import signal
 
     from memory.models import Revision
