@@ -1,7 +1,8 @@
 """A local server speaking Google's OAuth 2.0 token endpoint, the Gmail API (profile,
 messages.list with `q=after:`/`in:sent` and pageToken, messages.get format=full|metadata,
 messages.send with raw MIME and threadId, modify, trash, threads.get, drafts create, update,
-list and get) and the Calendar API (events insert with client ids, get, patch, delete).
+list and get) and the Calendar API v3 (events insert with client ids, get, patch, delete; a
+patch or delete with sendUpdates=all is recorded in `notified`, the emails Google would send).
 
 Revoking (`revoke()`) makes every token 401 and every refresh `invalid_grant`. Scripted replies
 (FakeServer.script) put a 429 with Retry-After or a 500 in front of any path; `fail_after`
@@ -48,6 +49,7 @@ class FakeGmail(PatternFakeServer):
         self.raw: dict[str, EmailMessage] = {}  # message id -> the MIME Gmail received (sends and drafts)
         self.drafts: dict[str, str] = {}  # draft id -> message id
         self.events: dict[str, dict] = {}
+        self.notified: list[tuple[str, str, list[str]]] = []  # (event id, "updated"/"cancelled", attendees)
         self.fail_after: dict[str, int] = {}  # "METHOD path" -> times to do the work and still answer 500
         self._tokens = itertools.count(1)
         self._ids = itertools.count(0x18c0000000000001)
@@ -299,7 +301,12 @@ class FakeGmail(PatternFakeServer):
         if event is None or event["status"] == "cancelled":
             return self._not_found()
         event.update(recorded.json or {})
+        self._notify(recorded, event, "updated")
         return Reply(200, event)
+
+    def _notify(self, recorded, event: dict, kind: str) -> None:
+        if recorded.query.get("sendUpdates") == "all":
+            self.notified.append((event["id"], kind, [a.get("email", "") for a in event.get("attendees") or []]))
 
     def _event_delete(self, recorded, match):
         event = self.events.get(match.group(1))
@@ -309,4 +316,5 @@ class FakeGmail(PatternFakeServer):
             return Reply(410, {"error": {"code": 410, "message": "Resource has been deleted",
                                          "errors": [{"reason": "deleted"}]}})
         event["status"] = "cancelled"
+        self._notify(recorded, event, "cancelled")
         return Reply(204, b"")
