@@ -116,7 +116,8 @@ TOOLS: dict[str, Tool] = {
         Tool("reply_to_email", "Reply to an email thread (cc only people the user named or already in the thread).",
              THIRD_PARTY, _schema({"thread_id": _STR, "body": _STR, "cc": _STR_LIST}, ["thread_id", "body"]),
              roles={"thread_id": THREAD_ID, "cc": RECIPIENT}),
-        Tool("forward_email", "Forward an email to other people.", THIRD_PARTY,
+        Tool("forward_email", "Forward an email to other people, the original attached with its attachments.",
+             THIRD_PARTY,
              _schema({"message_id": _STR, "to": _STR_LIST, "note": _STR}, ["message_id", "to"]),
              roles={"message_id": ITEM_ID, "to": RECIPIENT}),
         Tool("create_calendar_event", "Create a calendar event; attendees other than the user get invited. "
