@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from lindy import failures, queue, services
 from lindy.models import AgentTask, Membership, TaskEvent
+from router.types import NO_SPEECH_MODEL
 from validator import runner as validator_runner
 from validator import services as validator_services
 from validator.models import Decision
@@ -61,11 +62,14 @@ def _message_text(message: dict) -> str:
 
 
 def _voice_memo_text(attachment: dict) -> str:
-    """The user's spoken words become their message; a failed transcription is said, never hidden."""
+    """The user's spoken words become their message; a failed transcription is said, never hidden.
+    Without a speech model the memo was not heard: the agent must not read it as empty."""
     transcript = str(attachment.get("transcript") or "").strip()
     if transcript:
         return f"[voice memo, transcribed: {transcript}]"
     error = str(attachment.get("transcription_error") or "not transcribed").strip()
+    if error.startswith(NO_SPEECH_MODEL):
+        return f"[voice memo: could not be heard, it was not empty — {error}]"
     return f"[voice memo: transcription failed: {error}]"
 
 

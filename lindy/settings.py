@@ -294,6 +294,9 @@ ROUTER_GUARDRAIL_WINDOW_DAYS = int(os.environ.get("ROUTER_GUARDRAIL_WINDOW_DAYS"
 # where it is tightest, and the p-value below which a sample-ratio mismatch flags bucketing.
 ROUTER_GUARDRAIL_SEQUENTIAL_TUNING = float(os.environ.get("ROUTER_GUARDRAIL_SEQUENTIAL_TUNING", 500))
 ROUTER_GUARDRAIL_SRM_P = float(os.environ.get("ROUTER_GUARDRAIL_SRM_P", 0.001))
+# Voice memos on a route whose target takes no audio use this OpenAI-compatible target (by name);
+# empty: the first OpenAI-compatible target whose model is a speech model (router.gateway.speech_target).
+ROUTER_SPEECH_TARGET = os.environ.get("ROUTER_SPEECH_TARGET", "")
 # Offline evidence before a rollout starts (router.services.evidence): the candidate's latest
 # finished eval of the route must score at least this, with at most this share of errored cases,
 # and be no worse than the baseline's latest eval by more than the margin.

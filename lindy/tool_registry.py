@@ -116,7 +116,8 @@ TOOLS: dict[str, Tool] = {
         Tool("reply_to_email", "Reply to an email thread (cc only people the user named or already in the thread).",
              THIRD_PARTY, _schema({"thread_id": _STR, "body": _STR, "cc": _STR_LIST}, ["thread_id", "body"]),
              roles={"thread_id": THREAD_ID, "cc": RECIPIENT}),
-        Tool("forward_email", "Forward an email to other people.", THIRD_PARTY,
+        Tool("forward_email", "Forward an email to other people, the original attached with its attachments.",
+             THIRD_PARTY,
              _schema({"message_id": _STR, "to": _STR_LIST, "note": _STR}, ["message_id", "to"]),
              roles={"message_id": ITEM_ID, "to": RECIPIENT}),
         Tool("create_calendar_event", "Create a calendar event; attendees other than the user get invited. "
@@ -127,6 +128,13 @@ TOOLS: dict[str, Tool] = {
         Tool("send_calendar_invite", "Invite people to an existing calendar event.", THIRD_PARTY,
              _schema({"event_id": _STR, "attendees": _STR_LIST}, ["event_id", "attendees"]),
              roles={"attendees": RECIPIENT}),
+        # Every attendee added or removed is a recipient the user must have named; a change of
+        # time, title or place alone reaches only people already invited.
+        Tool("update_calendar_event", "Change an existing calendar event: its time, title, place, or who is "
+             "invited. Only the fields given change; attendees are notified. List each attendee you add or remove.",
+             THIRD_PARTY, _schema({"event_id": _STR, "title": _STR, "start": _STR, "end": _STR, "location": _STR,
+                                   "add_attendees": _STR_LIST, "remove_attendees": _STR_LIST}, ["event_id"]),
+             roles={"add_attendees": RECIPIENT, "remove_attendees": RECIPIENT}),
         Tool("post_slack_message", "Post a message in a Slack channel.", THIRD_PARTY,
              _schema({"channel": _STR, "text": _STR}, ["channel", "text"]), roles={"channel": CHANNEL}),
         # Destructive.
@@ -134,6 +142,12 @@ TOOLS: dict[str, Tool] = {
              _schema({"message_id": _STR}, ["message_id"]), roles={"message_id": ITEM_ID}),
         Tool("delete_calendar_event", "Delete a calendar event (attendees are notified).", DESTRUCTIVE,
              _schema({"event_id": _STR}, ["event_id"]), roles={"event_id": ITEM_ID}),
+        # Everyone told of the cancellation is a recipient: the call must list every attendee
+        # (the executor refuses when the event has one the list leaves out).
+        Tool("cancel_calendar_event", "Cancel a calendar event and send its attendees a note saying why. "
+             "List every attendee of the event (they all receive the cancellation and the note).", DESTRUCTIVE,
+             _schema({"event_id": _STR, "note": _STR, "attendees": _STR_LIST}, ["event_id", "note", "attendees"]),
+             may_be_empty=frozenset({"attendees"}), roles={"event_id": ITEM_ID, "attendees": RECIPIENT}),
         # Dangerous.
         Tool("pay_invoice", "Pay an invoice from the company account.", DANGEROUS,
              _schema({"invoice_id": _STR, "payee": _STR, "amount": {"type": "number"}, "currency": _STR},
@@ -158,9 +172,11 @@ LABELS = {
     "forward_email": "Forward an email",
     "create_calendar_event": "Create a calendar event",
     "send_calendar_invite": "Send a calendar invitation",
+    "update_calendar_event": "Change a calendar event",
     "post_slack_message": "Post in Slack",
     "delete_email": "Delete an email",
     "delete_calendar_event": "Delete a calendar event",
+    "cancel_calendar_event": "Cancel a calendar event",
     "pay_invoice": "Pay an invoice",
     "share_file_externally": "Share a file outside the team",
 }
@@ -284,6 +300,14 @@ def describe(tool_name: str, arguments: dict) -> str:
         "create_calendar_event": lambda: f"Create the event “{a.get('title', '')}” from {a.get('start', '')} "
         f"to {a.get('end', '')} with {listed('attendees') if a.get('attendees') else 'only you'}",
         "send_calendar_invite": lambda: f"Invite {listed('attendees')} to event {a.get('event_id', '')}",
+        "update_calendar_event": lambda: f"Change event {a.get('event_id', '')}: "
+        + "; ".join(filter(None, [f"title “{a['title']}”" if a.get("title") else "",
+                                  f"from {a['start']}" if a.get("start") else "", f"to {a['end']}" if a.get("end") else "",
+                                  f"at {a['location']}" if a.get("location") else "",
+                                  f"invite {listed('add_attendees')}" if a.get("add_attendees") else "",
+                                  f"uninvite {listed('remove_attendees')}" if a.get("remove_attendees") else ""])),
+        "cancel_calendar_event": lambda: f"Cancel calendar event {a.get('event_id', '')} and tell "
+        f"{listed('attendees') if a.get('attendees') else 'nobody else'}: “{a.get('note', '')}”",
         "post_slack_message": lambda: f"Post in Slack channel {a.get('channel', '')}",
         "delete_email": lambda: f"Delete email {a.get('message_id', '')} (to the trash)",
         "delete_calendar_event": lambda: f"Delete calendar event {a.get('event_id', '')}",

@@ -49,7 +49,16 @@ from .providers import anthropic as anthropic_provider
 from .providers import offline as offline_provider
 from .providers import openai_compat
 from .routing import Assignment
-from .types import Completion, CompletionRequest, ModelError, ProviderReply, Transcription, Usage
+from .types import (
+    NO_SPEECH_MODEL,
+    Completion,
+    CompletionRequest,
+    ModelError,
+    NoSpeechModel,
+    ProviderReply,
+    Transcription,
+    Usage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -302,13 +311,39 @@ def _keep_sample(record: ModelCall, request: CompletionRequest, reply: ProviderR
     CallSample.objects.create(call=record, request=json.loads(json.dumps(payload, default=str)), response=answer)
 
 
+SPEECH_MODEL_WORDS = ("whisper", "transcribe", "speech", "audio")
+
+
+def speech_target() -> routing.TargetInfo | None:
+    """The OpenAI-compatible speech target to use when a route's own target takes no audio (the
+    default Claude one): ROUTER_SPEECH_TARGET by name, else the first OpenAI-compatible target
+    with a host whose model is a speech model (whisper-1, gpt-4o-transcribe …)."""
+    targets = sorted((t for t in routing.table().targets.values() if t.provider == "openai" and t.base_url),
+                     key=lambda t: t.id)
+    named = getattr(settings, "ROUTER_SPEECH_TARGET", "")
+    if named:
+        return next((t for t in targets if t.name == named), None)
+    return next((t for t in targets if any(word in t.model.lower() for word in SPEECH_MODEL_WORDS)), None)
+
+
 def transcribe(*, route: str, audio: bytes, filename: str = "", mime_type: str = "", user=None,
                team=None) -> Transcription:
     """Speech to text on `route`'s target: an OpenAI-compatible host's /audio/transcriptions, or
-    the offline stand-in. Recorded like every call (no tokens: audio is billed by the second,
-    which the call's latency and the provider's own invoice show). Raises ModelError."""
+    the offline stand-in. A route whose target takes no audio (the default Claude one) uses the
+    configured speech target (speech_target), and without one raises NoSpeechModel — recorded,
+    nothing sent. Recorded like every call (no tokens: audio is billed by the second, which the
+    call's latency and the provider's own invoice show). Raises ModelError."""
     target = routing.assign(route, user).target
     provider = "offline" if offline_mode() else target.provider
+    if provider not in ("offline", "openai"):
+        speech = speech_target()
+        if speech is None:
+            ModelCall.objects.create(
+                route=route, user=user if getattr(user, "pk", None) else None, team=team, target_id=None,
+                provider=target.provider, model=target.model, arm="baseline", latency_ms=0, error=NO_SPEECH_MODEL,
+            )
+            raise NoSpeechModel(NO_SPEECH_MODEL)
+        target, provider = speech, speech.provider
     model = OFFLINE_MODEL if provider == "offline" else target.model
     if provider != "offline":
         budgets.take_or_wait(target.host or provider, tokens=0, max_wait=budgets.default_wait())
@@ -318,12 +353,9 @@ def transcribe(*, route: str, audio: bytes, filename: str = "", mime_type: str =
         with budgets.route_slot(route):
             if provider == "offline":
                 text = offline_provider.transcribe(audio=audio, filename=filename, mime_type=mime_type)
-            elif provider == "openai":
+            else:
                 text = openai_compat.transcribe(audio=audio, filename=filename, mime_type=mime_type, model=model,
                                                 target=target)
-            else:
-                raise ModelError(f"Target {target.name} ({provider}) cannot transcribe audio: give route {route!r} "
-                                 "an OpenAI-compatible target with a speech model.")
     except budgets.BudgetExhausted:
         raise
     except ModelError as exc:

@@ -15,6 +15,14 @@ class ModelError(Exception):
     """A model call failed after the gateway's retries. The call is recorded."""
 
 
+NO_SPEECH_MODEL = "no speech model configured"
+
+
+class NoSpeechModel(ModelError):
+    """Speech to text was asked for and no OpenAI-compatible speech target is configured: nothing
+    was sent anywhere. Callers say the audio could not be heard (not that it was empty)."""
+
+
 @dataclass
 class ToolCall:
     id: str

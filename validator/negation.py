@@ -37,7 +37,8 @@ AFFIRMATIVE_IDIOMS = (
 
 # Cues that are the action's own verb for some tools: "Cancel my 3pm meeting" asks to delete a
 # calendar event; it does not negate the request.
-ACTION_CUES = {"delete_calendar_event": frozenset({"cancel", "cancelled", "canceled"})}
+_CANCEL = frozenset({"cancel", "cancelled", "canceled"})
+ACTION_CUES = {"delete_calendar_event": _CANCEL, "cancel_calendar_event": _CANCEL}
 
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 

@@ -20,6 +20,8 @@ VERBS = {
     "post_slack_message": ("post", "slack", "tell", "announce", "share", "let", "say"),
     "delete_email": ("delete", "remove", "trash"),
     "delete_calendar_event": ("delete", "cancel", "remove"),
+    "update_calendar_event": ("move", "change", "reschedule", "rename", "push", "invite", "add", "remove", "update"),
+    "cancel_calendar_event": ("cancel", "call off"),
     "pay_invoice": ("pay",),
     "share_file_externally": ("share", "send", "give"),
 }

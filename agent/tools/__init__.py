@@ -106,7 +106,8 @@ def resume(entry, *, last_chance: bool = False) -> ToolResult:
 # What the outbox page tells the user about each kind of action, in the registry's words.
 _INTEGRATIONS = [
     ("Email (Gmail)", ("send_email", "reply_to_email", "forward_email", "delete_email", "archive_email", "draft_email")),
-    ("Calendar", ("create_calendar_event", "send_calendar_invite", "delete_calendar_event")),
+    ("Calendar", ("create_calendar_event", "send_calendar_invite", "update_calendar_event",
+                  "cancel_calendar_event", "delete_calendar_event")),
     ("Slack posts", ("post_slack_message",)),
     ("Payments and file sharing", ("pay_invoice", "share_file_externally")),
     ("Messages to you", ("reply_to_user", "send_sms_to_user")),

@@ -1,6 +1,10 @@
 """Live Gmail actions with the user's own grant: send, reply (threaded), forward, archive, trash,
 and drafts (create or update). MIME is built with the standard library's `email` package.
 
+A forward attaches the original as it is (message/rfc822, fetched with format=raw, so its own
+attachments travel inside it) and is sent through messages.send's media upload, whose documented
+limit is 35 MB; a bigger forward is refused with its size before anything is sent.
+
 Every action runs through execution.run_once. A sent message and a created draft carry an
 `X-Lindy-Execution` header (and a Message-ID) derived from the execution key: after an unknown
 outcome, `find` lists the user's recent sent mail (or drafts) and reads that header, so the
@@ -12,6 +16,7 @@ from __future__ import annotations
 import base64
 from abc import ABC, abstractmethod
 from datetime import timedelta
+from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, parseaddr
 
@@ -26,11 +31,17 @@ from .google_api import Session, resume_action, run_action
 ADAPTER = "gmail"
 HEADER = "X-Lindy-Execution"
 FIND_LIMIT = 50  # recent sent messages (or drafts) read when checking for an earlier attempt
+# messages.send through the upload URI: "Maximum file size: 35MB, Accepted Media MIME types: message/*".
+MAX_MESSAGE_BYTES = 35 * 1024 * 1024
 TOOLS = frozenset({"send_email", "reply_to_email", "forward_email", "archive_email", "delete_email", "draft_email"})
 
 
 def _api(path: str) -> str:
     return f"{settings.GMAIL_API_BASE_URL.rstrip('/')}/gmail/v1/users/me/{path.lstrip('/')}"
+
+
+def _upload_api(path: str) -> str:
+    return f"{settings.GMAIL_API_BASE_URL.rstrip('/')}/upload/gmail/v1/users/me/{path.lstrip('/')}"
 
 
 def message_link(message_id: str) -> str:
@@ -166,26 +177,38 @@ class ReplyToEmail(GmailAction):
         return self.send(message, f"replied to {', '.join(to)} in the thread", thread_id=a["thread_id"])
 
 
+def too_big(size: int) -> Rejected:
+    return Rejected(f"The forward with the original and its attachments is {size / 2**20:.1f} MB; Gmail sends at "
+                    f"most {MAX_MESSAGE_BYTES // 2**20} MB. Nothing was sent: forward it from Gmail with the large "
+                    "attachments as Drive links, or ask for a forward without them.")
+
+
 class ForwardEmail(GmailAction):
     def find(self, entry):
         return self.find_sent(entry)
 
     def perform(self, entry):
         a = self.arguments
-        original = self.get(f"messages/{a['message_id']}", "the email to forward", {"format": "full"})
-        payload = original.get("payload") or {}
-        headers = hydration_gmail.headers_of(payload)
-        subject = headers.get("subject", "")
-        quoted = "\n".join([
-            "---------- Forwarded message ---------",
-            f"From: {headers.get('from', '')}", f"Date: {headers.get('date', '')}",
-            f"Subject: {subject}", f"To: {headers.get('to', '')}", "",
-            hydration_gmail.body_text(payload) or original.get("snippet", ""),
-        ])
-        body = f"{a.get('note') or ''}\n\n{quoted}".lstrip()
+        original = self.get(f"messages/{a['message_id']}", "the email to forward", {"format": "raw"})
+        data = original.get("raw") or ""
+        data = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise too_big(len(data))
+        attached = message_from_bytes(data, policy=policy.SMTP)
+        subject = str(attached.get("Subject") or "")
+        intro = f"---------- Forwarded message ---------\nFrom: {attached.get('From', '')}\n" \
+                f"Date: {attached.get('Date', '')}\nSubject: {subject}\n(attached as the original message)"
+        body = f"{a.get('note') or ''}\n\n{intro}".lstrip()
         message = build_message(sender=self.account.email, key=entry.execution_key, to=a["to"],
                                 subject=subject if subject.lower().startswith("fwd:") else f"Fwd: {subject}", body=body)
-        return self.send(message, f"forwarded to {', '.join(a['to'])}")
+        message.add_attachment(attached, disposition="attachment", filename=f"{subject or 'message'}.eml")
+        upload = message.as_bytes(policy=policy.SMTP)
+        if len(upload) > MAX_MESSAGE_BYTES:
+            raise too_big(len(upload))
+        response = self.session.request("POST", _upload_api("messages/send"), params={"uploadType": "media"},
+                                        content=upload, content_type="message/rfc822", replay_safe=False)
+        sent = self.session.check(response, "sending the email")
+        return self.sent(sent, f"forwarded to {', '.join(a['to'])} with the original attached")
 
 
 class ArchiveEmail(GmailAction):

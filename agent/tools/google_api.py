@@ -94,13 +94,17 @@ class Session:
             except google_auth.GmailError as exc:
                 self.wait(str(exc))
 
-    def request(self, method: str, url: str, *, replay_safe: bool, json=None, params=None) -> httpx.Response:
-        """The provider's answer once it is not a retryable one: 2xx, or a 4xx for `check`."""
+    def request(self, method: str, url: str, *, replay_safe: bool, json=None, params=None,
+                content: bytes | None = None, content_type: str = "") -> httpx.Response:
+        """The provider's answer once it is not a retryable one: 2xx, or a 4xx for `check`.
+        `content` (with its `content_type`) is a media upload's body, sent as is."""
         refreshed = False
         while True:
             headers = {"Authorization": f"Bearer {self._token(refresh=refreshed)}"}
+            if content_type:
+                headers["Content-Type"] = content_type
             try:
-                response = self.http.request(method, url, json=json, params=params, headers=headers)
+                response = self.http.request(method, url, json=json, params=params, content=content, headers=headers)
             except httpx.TransportError as exc:
                 left = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
                 if left and not replay_safe:

@@ -3,7 +3,9 @@ photo's own copy (shown to the model by channels_app.images).
 
 Voice memos are transcribed through the router (route `channels.transcribe`, registered in
 ChannelsAppConfig.ready): an OpenAI-compatible /audio/transcriptions target, or the offline
-stand-in. A failure is kept on the attachment and shown to the agent, never dropped.
+stand-in. A failure is kept on the attachment and shown to the agent, never dropped. Without any
+speech model the memo is recorded as not heard; the user's first such memo carries the request
+to tell them, that once, to type instead (the stored errors are the record of who was told).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from django.utils import timezone
 
 from router import gateway
 from router.budgets import BudgetExhausted
-from router.types import ModelError
+from router.types import NO_SPEECH_MODEL, ModelError, NoSpeechModel
 
 from ..models import InboundAttachment
 from .store import attachment_store
@@ -24,6 +26,19 @@ from .store import attachment_store
 logger = logging.getLogger(__name__)
 
 TRANSCRIBE_ROUTE = "channels.transcribe"
+TELL_TO_TYPE = (f"{NO_SPEECH_MODEL}: tell the user, this once, that voice memos cannot be heard yet "
+                "and to type their message instead")
+ALREADY_TOLD = f"{NO_SPEECH_MODEL} (the user was already told to type instead)"
+
+
+def _no_speech_error(attachment: InboundAttachment) -> str:
+    """The first memo of a user that could not be heard asks the agent to tell them to type;
+    later ones do not (per user, or per texting profile when it has no user yet)."""
+    profile = attachment.message.profile
+    mine = (InboundAttachment.objects.filter(message__profile__user=profile.user) if profile and profile.user_id
+            else InboundAttachment.objects.filter(message__profile=profile))
+    told = mine.exclude(pk=attachment.pk).filter(transcription_error=TELL_TO_TYPE).exists()
+    return ALREADY_TOLD if told else TELL_TO_TYPE
 
 
 def attachment_transcribe(*, attachment_id: int) -> InboundAttachment | None:
@@ -53,6 +68,8 @@ def attachment_transcribe(*, attachment_id: int) -> InboundAttachment | None:
             ).text
         except BudgetExhausted:
             raise
+        except NoSpeechModel:
+            error = _no_speech_error(attachment)
         except ModelError as exc:
             error = str(exc) or "the transcription service failed"
     if not transcript and not error:

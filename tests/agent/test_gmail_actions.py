@@ -53,15 +53,16 @@ def test_reply_is_threaded_with_in_reply_to_and_references(cast, google):
     assert (mime["To"], mime["Subject"]) == ("jane@initech.test", "Re: Renewal terms")
 
 
-def test_forward_quotes_the_original_and_archive_and_trash_change_labels(cast, google):
+def test_forward_attaches_the_original_and_archive_and_trash_change_labels(cast, google):
     connect(cast.member, google)
     incoming(google)
     forwarded, _ = run(cast, "forward_email", {"message_id": "m1", "to": ["boss@acme.test"], "note": "FYI"})
     assert forwarded.ok, forwarded.content
     mime = google.raw[google.sent()[0]["id"]]
-    text = mime.get_content()
-    assert mime["Subject"] == "Fwd: Renewal terms" and text.startswith("FYI")
-    assert "Forwarded message" in text and "Can you confirm the 2-year renewal?" in text
+    text = mime.get_body(preferencelist=("plain",)).get_content()
+    assert mime["Subject"] == "Fwd: Renewal terms" and text.startswith("FYI") and "Forwarded message" in text
+    [attached] = [part for part in mime.iter_attachments() if part.get_content_type() == "message/rfc822"]
+    assert "Can you confirm the 2-year renewal?" in attached.get_content().get_content()
 
     archived, _ = run(cast, "archive_email", {"message_id": "m1"})
     assert archived.ok and "INBOX" not in google.messages["m1"]["labelIds"]

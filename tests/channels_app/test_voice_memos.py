@@ -1,15 +1,21 @@
-"""Voice memos without a speech host: the offline stand-in (deterministic, honest about what it
-is) and a route whose target cannot transcribe (the failure is recorded, not raised)."""
+"""Voice memos out of the box: the offline stand-in (deterministic, honest about what it is); on
+the default Claude target, a configured OpenAI-compatible speech target is used, and without
+one the memo is recorded as not heard, with the user told once to type instead."""
 
 from __future__ import annotations
 
 import pytest
 from django.test import override_settings
 
+from agent import services as agent_services
 from channels_app import services
 from channels_app.models import InboundAttachment, InboundMessage
-from router.models import ModelCall
+from channels_app.services import media
+from router.models import ModelCall, Target
+from router.types import NO_SPEECH_MODEL
 from tests.channels_app.factories import TextingProfileFactory
+from tests.fakes.openai_chat import FakeChatCompletions, multipart_fields
+from tests.router.helpers import cheap_target
 
 pytestmark = pytest.mark.django_db
 
@@ -39,13 +45,47 @@ def test_offline_the_stand_in_says_what_it_is_and_reads_the_same_twice(memo):
     assert ModelCall.objects.filter(route="channels.transcribe", provider="offline", error="").count() == 2
 
 
-def test_a_target_that_cannot_transcribe_is_a_recorded_failure(memo):
-    # The route's default baseline is an Anthropic model, which takes no audio.
+def another_memo(memo) -> InboundAttachment:
+    message = InboundMessage.objects.create(channel="imessage", provider_id=f"evt-{memo.pk + 1}",
+                                            from_phone=memo.message.from_phone, profile=memo.message.profile)
+    return InboundAttachment.objects.create(
+        message=message, filename="memo.m4a", mime_type="audio/x-m4a", size_bytes=len(MEMO),
+        source_url=memo.source_url, stored_path=memo.stored_path, stored_at=message.received_at,
+    )
+
+
+def test_without_a_speech_model_the_memo_is_not_heard_and_the_user_is_told_once(memo):
+    # The route's default baseline is an Anthropic model, which takes no audio, and no speech target exists.
     with override_settings(MODEL_OFFLINE=False):
         attachment = services.attachment_transcribe(attachment_id=memo.pk)
-    assert attachment.transcript == ""
-    assert "cannot transcribe audio" in attachment.transcription_error
-    assert ModelCall.objects.get(route="channels.transcribe").error == attachment.transcription_error
+        later = services.attachment_transcribe(attachment_id=another_memo(memo).pk)
+    assert attachment.transcript == "" and "cannot transcribe" not in attachment.transcription_error
+    assert attachment.transcription_error == media.TELL_TO_TYPE
+    assert later.transcription_error == media.ALREADY_TOLD  # once per user
+    calls = ModelCall.objects.filter(route="channels.transcribe")
+    assert [c.error for c in calls] == [NO_SPEECH_MODEL, NO_SPEECH_MODEL] and not any(c.target_id for c in calls)
+    first = agent_services._message_text({"text": "", "attachments": [attachment.as_reference()]})
+    assert "could not be heard" in first and "type their message instead" in first and "came back empty" not in first
+    second = agent_services._message_text({"text": "", "attachments": [later.as_reference()]})
+    assert "could not be heard" in second and "already told" in second
+
+
+def test_the_default_target_uses_a_configured_speech_target(memo, monkeypatch):
+    with FakeChatCompletions() as host, override_settings(MODEL_OFFLINE=False):
+        monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
+        chat = cheap_target(base_url=host.base_url)  # a chat model: not a speech target
+        whisper = Target.objects.create(name="whisper-1-atlas", provider="openai", model="whisper-1", host=chat.host)
+        host.reply_transcript("Call Jane at nine.")
+        attachment = services.attachment_transcribe(attachment_id=memo.pk)
+        assert attachment.transcript == "Call Jane at nine." and attachment.transcription_error == ""
+        (upload,) = host.transcription_requests
+        assert multipart_fields(upload)["model"] == (None, b"whisper-1")
+    call = ModelCall.objects.get(route="channels.transcribe")
+    assert (call.target_id, call.provider, call.error) == (whisper.pk, "openai", "")
+    # A named one wins; a name that matches nothing is no speech model, not a guess.
+    with override_settings(MODEL_OFFLINE=False, ROUTER_SPEECH_TARGET="nope"):
+        other = services.attachment_transcribe(attachment_id=another_memo(memo).pk)
+    assert other.transcription_error == media.TELL_TO_TYPE
 
 
 def test_a_recording_that_cannot_be_fetched_is_a_failure_the_agent_is_told(memo):

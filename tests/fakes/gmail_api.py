@@ -1,7 +1,9 @@
 """A local server speaking Google's OAuth 2.0 token endpoint, the Gmail API (profile,
 messages.list with `q=after:`/`in:sent` and pageToken, messages.get format=full|metadata,
-messages.send with raw MIME and threadId, modify, trash, threads.get, drafts create, update,
-list and get) and the Calendar API (events insert with client ids, get, patch, delete).
+messages.send with raw MIME and threadId, the media upload of messages.send (message/rfc822
+bytes, at most 35 MB), messages.get format=raw, modify, trash, threads.get, drafts create, update,
+list and get) and the Calendar API v3 (events insert with client ids, get, patch, delete; a
+patch or delete with sendUpdates=all is recorded in `notified`, the emails Google would send).
 
 Revoking (`revoke()`) makes every token 401 and every refresh `invalid_grant`. Scripted replies
 (FakeServer.script) put a 429 with Retry-After or a 500 in front of any path; `fail_after`
@@ -29,6 +31,7 @@ _EVENTS = "/calendar/v3/calendars/primary/events"
 CLIENT_ID = "gmail-client-id.apps.googleusercontent.com"
 CLIENT_SECRET = "gmail-client-secret"
 EMAIL = "umar@gmail.test"
+MAX_UPLOAD_BYTES = 35 * 1024 * 1024  # messages.send: "Maximum file size: 35MB"
 
 
 def b64(text: str) -> str:
@@ -46,8 +49,10 @@ class FakeGmail(PatternFakeServer):
         self.codes: dict[str, str] = {"good-code": READONLY}
         self.granted: set[str] = set()  # include_granted_scopes: grants add up
         self.raw: dict[str, EmailMessage] = {}  # message id -> the MIME Gmail received (sends and drafts)
+        self.raw_bytes: dict[str, bytes] = {}  # message id -> its RFC 822 bytes, for format=raw
         self.drafts: dict[str, str] = {}  # draft id -> message id
         self.events: dict[str, dict] = {}
+        self.notified: list[tuple[str, str, list[str]]] = []  # (event id, "updated"/"cancelled", attendees)
         self.fail_after: dict[str, int] = {}  # "METHOD path" -> times to do the work and still answer 500
         self._tokens = itertools.count(1)
         self._ids = itertools.count(0x18c0000000000001)
@@ -55,6 +60,7 @@ class FakeGmail(PatternFakeServer):
         self.route("GET", _ME + r"/profile", self._profile)
         self.route("GET", _ME + r"/messages", self._list)
         self.route("POST", _ME + r"/messages/send", self._authed_route(self._send))
+        self.route("POST", "/upload" + _ME + r"/messages/send", self._authed_route(self._upload_send))
         self.route("GET", _ME + r"/messages/([\w-]+)", self._get)
         self.route("POST", _ME + r"/messages/([\w-]+)/modify", self._authed_route(self._modify))
         self.route("POST", _ME + r"/messages/([\w-]+)/trash", self._authed_route(self._trash))
@@ -154,13 +160,42 @@ class FakeGmail(PatternFakeServer):
             body.pop("messages")
         return Reply(200, body)
 
+    def add_raw(self, message_id: str, data: bytes, *, internal_ms: int = 1_700_000_000_000) -> None:
+        """An inbox message given as its RFC 822 bytes (attachments and all)."""
+        mime = message_from_bytes(data, policy=policy.default)
+        text = mime.get_body(preferencelist=("plain",))
+        body = text.get_content() if text is not None else ""
+        self.raw[message_id], self.raw_bytes[message_id] = mime, data  # type: ignore[assignment]
+        self.messages[message_id] = {
+            "id": message_id, "threadId": f"t{message_id}", "labelIds": ["INBOX"], "snippet": body[:50],
+            "internalDate": str(internal_ms), "sizeEstimate": len(data),
+            "payload": {"mimeType": mime.get_content_type(), "headers": [{"name": k, "value": str(v)}
+                                                                        for k, v in mime.items()],
+                        "body": {"size": len(body), "data": b64(body)}},
+        }
+
     def _get(self, recorded, match):
         if not self._authed(recorded):
             return self._unauthorized()
         message = self.messages.get(match.group(1))
         if message is None:
             return Reply(404, {"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND"}})
+        if recorded.query.get("format") == "raw":
+            data = self.raw_bytes.get(message["id"]) or self._rebuilt(message)
+            return Reply(200, {k: message[k] for k in ("id", "threadId", "labelIds", "snippet", "sizeEstimate")}
+                         | {"raw": base64.urlsafe_b64encode(data).decode()})
         return Reply(200, message)
+
+    @staticmethod
+    def _rebuilt(message: dict) -> bytes:
+        """RFC 822 bytes for a message added without them (add_message): its headers and text."""
+        mime = EmailMessage()
+        for header in message["payload"]["headers"]:
+            mime[header["name"]] = header["value"]
+        parts = message["payload"].get("parts") or [message["payload"]]
+        data = parts[0]["body"].get("data", "")
+        mime.set_content(base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode())
+        return mime.as_bytes()
 
     # --- Acting: send, modify, trash, threads, drafts --------------------------------------------
 
@@ -180,10 +215,11 @@ class FakeGmail(PatternFakeServer):
     def _not_found() -> Reply:
         return Reply(404, {"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND"}})
 
-    def _store(self, raw_b64: str, labels: list[str], thread_id: str | None) -> dict | Reply:
+    def _store(self, raw_b64: str, labels: list[str], thread_id: str | None, data: bytes | None = None) -> dict | Reply:
         try:
-            mime = message_from_bytes(base64.urlsafe_b64decode(raw_b64 + "=" * (-len(raw_b64) % 4)),
-                                      policy=policy.default)
+            if data is None:
+                data = base64.urlsafe_b64decode(raw_b64 + "=" * (-len(raw_b64) % 4))
+            mime = message_from_bytes(data, policy=policy.default)
         except (ValueError, TypeError):
             return Reply(400, {"error": {"code": 400, "message": "Invalid raw message", "status": "INVALID_ARGUMENT"}})
         if "SENT" in labels and not any(mime.get(h) for h in ("To", "Cc", "Bcc")):
@@ -197,7 +233,7 @@ class FakeGmail(PatternFakeServer):
             headers.insert(0, {"name": "From", "value": EMAIL})
         text = mime.get_body(preferencelist=("plain",))
         body = text.get_content() if text is not None else ""
-        self.raw[message_id] = mime  # type: ignore[assignment]
+        self.raw[message_id], self.raw_bytes[message_id] = mime, data  # type: ignore[assignment]
         self.messages[message_id] = {
             "id": message_id, "threadId": thread_id or message_id, "labelIds": labels, "snippet": body[:50],
             "internalDate": str(int(time.time() * 1000)), "sizeEstimate": len(raw_b64),
@@ -208,6 +244,18 @@ class FakeGmail(PatternFakeServer):
     def _send(self, recorded, match):
         body = recorded.json or {}
         stored = self._store(body.get("raw", ""), ["SENT"], body.get("threadId"))
+        if isinstance(stored, Reply):
+            return stored
+        return Reply(200, {"id": stored["id"], "threadId": stored["threadId"], "labelIds": stored["labelIds"]})
+
+    def _upload_send(self, recorded, match):
+        """messages.send through the media upload URI: the body is the message itself."""
+        if recorded.query.get("uploadType") != "media" or \
+                recorded.headers.get("content-type", "").split(";")[0].strip() != "message/rfc822":
+            return Reply(400, {"error": {"code": 400, "message": "Media type not accepted", "status": "INVALID_ARGUMENT"}})
+        if len(recorded.body) > MAX_UPLOAD_BYTES:
+            return Reply(413, {"error": {"code": 413, "message": "Request Entity Too Large"}})
+        stored = self._store("", ["SENT"], None, data=recorded.body)
         if isinstance(stored, Reply):
             return stored
         return Reply(200, {"id": stored["id"], "threadId": stored["threadId"], "labelIds": stored["labelIds"]})
@@ -299,7 +347,12 @@ class FakeGmail(PatternFakeServer):
         if event is None or event["status"] == "cancelled":
             return self._not_found()
         event.update(recorded.json or {})
+        self._notify(recorded, event, "updated")
         return Reply(200, event)
+
+    def _notify(self, recorded, event: dict, kind: str) -> None:
+        if recorded.query.get("sendUpdates") == "all":
+            self.notified.append((event["id"], kind, [a.get("email", "") for a in event.get("attendees") or []]))
 
     def _event_delete(self, recorded, match):
         event = self.events.get(match.group(1))
@@ -309,4 +362,5 @@ class FakeGmail(PatternFakeServer):
             return Reply(410, {"error": {"code": 410, "message": "Resource has been deleted",
                                          "errors": [{"reason": "deleted"}]}})
         event["status"] = "cancelled"
+        self._notify(recorded, event, "cancelled")
         return Reply(204, b"")

@@ -25,6 +25,7 @@ def test_amounts(text, expected):
 
 def test_every_validated_tool_that_reaches_someone_declares_its_recipient_roles():
     for name in ("send_email", "forward_email", "create_calendar_event", "send_calendar_invite",
+                 "update_calendar_event", "cancel_calendar_event",
                  "share_file_externally", "reply_to_email"):
         assert registry.RECIPIENT in registry.get(name).roles.values(), name
     assert set(registry.get("pay_invoice").roles.values()) == {registry.INVOICE_ID, registry.PAYEE, registry.AMOUNT,

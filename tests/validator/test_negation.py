@@ -56,5 +56,6 @@ def test_a_later_not_about_something_else_does_not_negate_the_request():
 
 def test_an_actions_own_verb_is_not_its_negation():
     assert negation.negated("Cancel my 3pm meeting", tool="delete_calendar_event") is None
+    assert negation.negated("Cancel my 3pm meeting", tool="cancel_calendar_event") is None
     assert negation.negated("Cancel my 3pm meeting", tool="send_email").cue == "cancel"
     assert negation.negated("Don't cancel my 3pm meeting", tool="delete_calendar_event").cue == "don't"

@@ -6,8 +6,8 @@ EXPECTED = {
     "none": {"search_tasks", "draft_email", "archive_email"},
     "user_only": {"reply_to_user", "send_sms_to_user"},
     "third_party": {"send_email", "reply_to_email", "forward_email", "create_calendar_event",
-                    "send_calendar_invite", "post_slack_message"},
-    "destructive": {"delete_email", "delete_calendar_event"},
+                    "send_calendar_invite", "update_calendar_event", "post_slack_message"},
+    "destructive": {"delete_email", "delete_calendar_event", "cancel_calendar_event"},
     "dangerous": {"pay_invoice", "share_file_externally"},
 }
 
