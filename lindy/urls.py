@@ -17,6 +17,7 @@ urlpatterns = [
     path("meetings/", views.meeting_list, name="meeting-list"),
     path("meetings/<int:meeting_id>/", views.meeting_detail, name="meeting-detail"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
     path("memory/", include("memory.urls")),

@@ -57,9 +57,9 @@ def test_sync_keeps_hand_edited_intervals():
 
 
 @pytest.mark.django_db
-def test_heartbeat_shows_on_healthz(client):
+def test_heartbeat_shows_on_readyz(client):
     heartbeat()
-    body = client.get("/healthz").json()
+    body = client.get("/readyz").json()
     assert body["database"] == "ok" and body["cache"] == "ok" and body["last_beat"]
 
 
