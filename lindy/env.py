@@ -4,6 +4,7 @@ Each reader parses one variable with `environs`, with its type and bounds. A val
 value and the expected form, in one line. An unset or empty variable takes the default.
 """
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -80,6 +81,21 @@ def url(name: str, default: str, *, schemes: tuple[str, ...] = ("http", "https")
 def text_list(name: str, default: str = "") -> list[str]:
     raw = _raw(name)
     return [item.strip() for item in (raw if raw is not None else default).split(",") if item.strip()]
+
+
+def _networks(value: str) -> None:
+    for item in value.split(","):
+        if item.strip():
+            try:
+                ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError as exc:
+                raise ValidationError(str(exc)) from None
+
+
+def network_list(name: str, default: str = "") -> list[str]:
+    value = _parse("str", name, "comma-separated IP addresses or networks such as 10.0.0.0/8,127.0.0.1",
+                   validate=_networks)
+    return [item.strip() for item in (default if value is None else value).split(",") if item.strip()]
 
 
 def path(name: str, default: Path) -> Path:

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_celery_beat",
+    "django_prometheus",
     "lindy",
     "router",
     "memory",
@@ -65,6 +66,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "lindy.middleware.bounded_json_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -77,6 +79,7 @@ MIDDLEWARE = [
     "lindy.middleware.htmx_messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "lindy.urls"
@@ -122,6 +125,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so a real Celery worker in a test sees the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+# django-prometheus's wrapper of the same backend counts queries and errors for /metrics.
+DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace("django.db.backends.",
+                                                                        "django_prometheus.db.backends.")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "lindy.User"
@@ -238,7 +244,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env.flag("CELERY_TASK_ALWAYS_EAGER", False)
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat fires only while it holds a leader lock (lindy.beat), so a second beat never fires twice.
+CELERY_BEAT_SCHEDULER = "lindy.beat:SingleBeatScheduler"
+BEAT_LOCK_TTL_SECONDS = env.number("BEAT_LOCK_TTL_SECONDS", 30, min=3, max=600)
 CELERY_TIMEZONE = TIME_ZONE
 
 # Models. Without an API key every route is served by the offline provider:
@@ -250,6 +258,12 @@ ANTHROPIC_TIMEOUT = env.number("ANTHROPIC_TIMEOUT", 60, min=0, min_inclusive=Fal
 MODEL_OFFLINE = env.flag("LINDY_MODEL_OFFLINE", not ANTHROPIC_API_KEY)
 
 API_TOKEN_PREFIX = "lindy_"
+
+# --- Operations: metrics, logs, errors ------------------------------------------------------------
+# /metrics (lindy.metrics) answers a bearer token or these networks (REMOTE_ADDR: behind a proxy, the
+# proxy's address, so list only networks whose every client may read it); 401 to anyone else.
+METRICS_TOKEN = env.text("METRICS_TOKEN")
+METRICS_ALLOWED_NETWORKS = env.network_list("METRICS_ALLOWED_NETWORKS")
 
 LOGGING = {
     "version": 1,

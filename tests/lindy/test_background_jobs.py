@@ -32,7 +32,7 @@ def test_task_defaults_are_safe():
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
     assert conf.task_acks_late is True
     assert conf.task_time_limit < settings.CELERY_VISIBILITY_TIMEOUT
-    assert conf.beat_scheduler == "django_celery_beat.schedulers:DatabaseScheduler"
+    assert conf.beat_scheduler == "lindy.beat:SingleBeatScheduler"
 
 
 @pytest.mark.django_db
