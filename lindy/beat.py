@@ -58,14 +58,15 @@ class RedisLock:
 
     def current_holder(self) -> str | None:
         value = self.client.get(self.key)
-        return value.decode() if value else None
+        return value.decode() if isinstance(value, bytes) else value
 
 
 class FileLock:
     """One machine, no Redis: an exclusive lock on a file, held until the process ends."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.fd = path, None
+        self.path = path
+        self.fd: int | None = None
 
     def hold(self) -> bool:
         if self.fd is not None:
