@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from lindy import env
+from lindy import env, structured_logs
 from lindy.secret_key import generated_secret_key
 
 # Every variable is read through lindy.env: typed, bounded, and listed in the README's
@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "template_partials",
     "django_celery_beat",
     "django_prometheus",
+    "django_structlog",
     "lindy",
     "router",
     "memory",
@@ -74,6 +75,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_structlog.middlewares.RequestMiddleware",
+    "lindy.structured_logs.RouteMiddleware",
     "lindy.middleware.large_form_bodies",
     "django.contrib.messages.middleware.MessageMiddleware",
     "lindy.middleware.htmx_messages",
@@ -265,17 +268,24 @@ API_TOKEN_PREFIX = "lindy_"
 METRICS_TOKEN = env.text("METRICS_TOKEN")
 METRICS_ALLOWED_NETWORKS = env.network_list("METRICS_ALLOWED_NETWORKS")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))},
-    "loggers": {
-        # One handler per record: Django's own console handler would print each line twice.
-        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        "django.db.backends": {"level": "WARNING"},
-    },
-}
+LOG_FORMAT = env.choice("LOG_FORMAT", "json", ("json", "console"))
+LOGGING = structured_logs.logging_config(level=env.choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR",
+                                                                              "CRITICAL")),
+                                         json=LOG_FORMAT == "json")
+structured_logs.configure()
+# The request id follows the work into the Celery tasks a request queues (task headers).
+DJANGO_STRUCTLOG_CELERY_ENABLED = True
+DJANGO_STRUCTLOG_IP_LOGGING_ENABLED = False
+# Errors go to Sentry when a DSN is set: Django's and Celery's, without personal data.
+SENTRY_DSN = env.text("SENTRY_DSN")
+if SENTRY_DSN:
+    import sentry_sdk
+    from sentry_sdk.integrations.celery import CeleryIntegration
+    from sentry_sdk.integrations.django import DjangoIntegration
+
+    sentry_sdk.init(dsn=SENTRY_DSN, integrations=[DjangoIntegration(), CeleryIntegration()], send_default_pii=False,
+                    environment=env.text("SENTRY_ENVIRONMENT", "production"),
+                    traces_sample_rate=env.number("SENTRY_TRACES_SAMPLE_RATE", 0.0, min=0, max=1))
 
 # Seams between apps, as dotted paths so each side can land first.
 # channels_app hands a debounced bundle of inbound messages to the agent:
