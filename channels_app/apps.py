@@ -6,6 +6,11 @@ class ChannelsAppConfig(AppConfig):
     verbose_name = "Channels"
 
     def ready(self):
+        from lindy import metrics as core_metrics
+
+        from . import metrics
+
+        core_metrics.register("channels_app", metrics.collect)  # its lindy_* figures on /metrics
         from lindy import demo as core_demo
         from lindy import erasure, home, navigation, ops_alerts, schedules
         from router.routing import register_route

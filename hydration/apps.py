@@ -6,6 +6,11 @@ class HydrationConfig(AppConfig):
     verbose_name = "Memory hydration"
 
     def ready(self):
+        from lindy import metrics as core_metrics
+
+        from . import metrics
+
+        core_metrics.register("hydration", metrics.collect)  # its lindy_* figures on /metrics
         from django.conf import settings
 
         from lindy import demo as core_demo

@@ -11,6 +11,12 @@ class LindyConfig(AppConfig):
         from . import home, navigation, permissions, schedules  # noqa: F401 (home registers the core's tiles)
 
         post_migrate.connect(schedules.sync_on_migrate, sender=self)
+
+        from django_structlog.signals import bind_extra_request_finished_metadata
+
+        from . import structured_logs
+
+        bind_extra_request_finished_metadata.connect(structured_logs.bind_route)
         navigation.register(navigation.NavItem("tasks", "Tasks", "task-list", permissions.can_use_workspace, order=60))
         navigation.register(
             navigation.NavItem("meetings", "Meetings", "meeting-list", permissions.can_use_workspace, order=61)

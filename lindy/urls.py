@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import metrics, views
 from .api_root import api
 
 # Rendered without the request: an error page must not depend on what may have failed.
@@ -17,6 +17,8 @@ urlpatterns = [
     path("meetings/", views.meeting_list, name="meeting-list"),
     path("meetings/<int:meeting_id>/", views.meeting_detail, name="meeting-detail"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/", api.urls),
     path("admin/", admin.site.urls),
     path("memory/", include("memory.urls")),

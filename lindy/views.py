@@ -1,4 +1,4 @@
-"""Core pages: the home page, tasks, meetings and the health check."""
+"""Core pages: the home page, tasks, meetings, liveness and readiness."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import logging
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.http import Http404, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles
-from . import outages, permissions, queue, selectors, task_annotations
+from . import outages, permissions, queue, readiness, selectors, task_annotations
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +73,9 @@ def _check(part: str, probe, errors: tuple[type[BaseException], ...]) -> str:
     try:
         probe()
     except errors as exc:  # report, don't raise: this page exists to say what is down
-        logger.warning("healthz: %s is down (%s: %s)", part, type(exc).__name__, exc)
-        return f"error: {type(exc).__name__}"
+        logger.warning("readyz: %s is down (%s: %s)", part, type(exc).__name__, exc)
+        # Only our own message is shown: a driver's may name hosts and users.
+        return f"error: {type(exc).__name__}" + (f": {exc}" if isinstance(exc, readiness.NotMigrated) else "")
     return "ok"
 
 
@@ -87,11 +88,19 @@ def _last_beat() -> str | None:
 
 @require_GET
 def healthz(request):
-    """For load balancers and `make run`: 200 when the database, the cache and the broker answer,
-    else 503 naming the parts that don't ("failing"). Always JSON, never the error page."""
+    """Liveness, for a process supervisor: this process answers requests. It asks nothing of the
+    database, the cache or the broker, so an outage of theirs never gets a healthy process killed."""
+    return JsonResponse({"status": "alive"})
+
+
+@require_GET
+def readyz(request):
+    """Readiness, for a load balancer: 200 when this process can serve (the database answers with
+    every migration applied, the cache and the broker answer), else 503 naming the parts that don't
+    ("failing"). Always JSON, never the error page."""
     status: dict = {
-        "database": _check("database", connection.ensure_connection, (DatabaseError,)),
-        "cache": _check("cache", lambda: cache.set("lindy:healthz", 1, 5), outages.CACHE_ERRORS),
+        "database": _check("database", readiness.database_ready, (DatabaseError, readiness.NotMigrated)),
+        "cache": _check("cache", lambda: cache.set("lindy:readyz", 1, 5), outages.CACHE_ERRORS),
         "broker": _check("broker", queue.broker_check, outages.BROKER_ERRORS),
     }
     status["failing"] = [part for part, state in status.items() if state != "ok"]

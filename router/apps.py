@@ -6,6 +6,11 @@ class RouterConfig(AppConfig):
     verbose_name = "Model router"
 
     def ready(self):
+        from lindy import metrics as core_metrics
+
+        from . import metrics
+
+        core_metrics.register("router", metrics.collect)  # its lindy_* figures on /metrics
         from django.conf import settings
         from django.db.models.signals import post_migrate
 

@@ -6,6 +6,11 @@ class ValidatorConfig(AppConfig):
     verbose_name = "Action validator"
 
     def ready(self):
+        from lindy import metrics as core_metrics
+
+        from . import metrics
+
+        core_metrics.register("validator", metrics.collect)  # its lindy_* figures on /metrics
         from lindy import demo as core_demo
         from lindy import home, navigation, schedules
         from router import variants

@@ -24,6 +24,8 @@ CASES = [
     Case("meetings/", "GET", "/meetings/", WORKSPACE),
     Case("meetings/<int:meeting_id>/", "GET", lambda cast: f"/meetings/{private_meeting(cast)}/", OWN_ONLY),
     Case("healthz", "GET", "/healthz", everyone(200)),
+    Case("readyz", "GET", "/readyz", everyone(200)),
+    Case("metrics", "GET", "/metrics", everyone(401)),  # a bearer token or an internal address, not a login
     Case("admin/", "GET", "/admin/", everyone(302, superuser=200)),
     Case("api/openapi.json", "GET", "/api/openapi.json", everyone(200)),
     Case("api/docs", "GET", "/api/docs", everyone(200)),

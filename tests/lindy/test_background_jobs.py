@@ -29,7 +29,7 @@ def test_task_defaults_are_safe():
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
     assert conf.task_acks_late is True
     assert conf.task_time_limit < settings.CELERY_VISIBILITY_TIMEOUT
-    assert conf.beat_scheduler == "django_celery_beat.schedulers:DatabaseScheduler"
+    assert conf.beat_scheduler == "lindy.beat:SingleBeatScheduler"
 
 
 @pytest.mark.django_db
@@ -54,9 +54,9 @@ def test_sync_keeps_hand_edited_intervals():
 
 
 @pytest.mark.django_db
-def test_heartbeat_shows_on_healthz(client):
+def test_heartbeat_shows_on_readyz(client):
     heartbeat()
-    body = client.get("/healthz").json()
+    body = client.get("/readyz").json()
     assert body["database"] == "ok" and body["cache"] == "ok" and body["last_beat"]
 
 

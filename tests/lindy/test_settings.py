@@ -23,7 +23,7 @@ def test_no_environment_means_embedded_defaults(tmp_path):
     result = _load_settings(tmp_path)
     assert result.returncode == 0, result.stderr
     engine, broker, offline, debug, cache, hsts, secure = result.stdout.split()
-    assert engine == "django.db.backends.sqlite3" and broker == "filesystem"
+    assert engine == "django_prometheus.db.backends.sqlite3" and broker == "filesystem"
     assert offline == "True" and debug == "True" and cache == "FileBasedCache"
     assert (tmp_path / "var" / "broker" / "queue").is_dir()
 
@@ -35,7 +35,7 @@ def test_urls_switch_database_broker_cache_and_model(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     engine, broker, offline, _, cache, _, _ = result.stdout.split()
-    assert engine == "django.db.backends.postgresql" and broker == "redis"
+    assert engine == "django_prometheus.db.backends.postgresql" and broker == "redis"
     assert offline == "False" and cache == "RedisCache"
 
 
