@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from lindy.secret_key import generated_secret_key
+from lindy.secret_key import generated_secret_key, secret_key_weakness
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("LINDY_VAR_DIR", BASE_DIR / "var"))
@@ -42,6 +42,8 @@ else:
         raise ImproperlyConfigured(
             f"DEBUG is off, so these environment variables are required: {', '.join(missing)}"
         )
+    if weakness := secret_key_weakness(SECRET_KEY):
+        raise ImproperlyConfigured(f"DEBUG is off and {weakness}: generate one with `python -c \"import secrets; print(secrets.token_urlsafe(64))\"`")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", 31536000))
