@@ -426,6 +426,7 @@ class AuditEvent(models.Model):
         PROMPT_VARIANT_CREATED = "prompt_variant.created", "Prompt variant added"
         TARGET_CREATED = "target.created", "Target added"
         PROVIDER_CREATED = "provider.created", "Provider added"
+        PROVIDER_UPDATED = "provider.updated", "Provider URL or key variable changed"
         PROVIDER_BUDGET_SET = "provider_budget.set", "Provider budget changed"
         ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
 

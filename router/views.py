@@ -22,6 +22,7 @@ from .forms import (
     ConcurrencyForm,
     EvalRunForm,
     OptimizationForm,
+    ProviderEditForm,
     ProviderForm,
     RolloutForm,
     StagesForm,
@@ -266,7 +267,7 @@ def targets(request):
 def _targets_context(**forms):
     return {
         "targets": Target.objects.select_related("host").order_by("provider", "name"),
-        "providers": Provider.objects.order_by("name"),
+        "providers": selectors.provider_rows(),
         "target_form": forms.get("target_form") or TargetForm(),
         "provider_form": forms.get("provider_form") or ProviderForm(),
         "audit_events": selectors.target_audit_events(),
@@ -303,6 +304,27 @@ def provider_create(request):
         return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
     messages.success(request, f"Provider {provider.name} added.")
     return redirect("router:targets")
+
+
+@login_required
+def provider_edit(request, name: str):
+    """A provider's URL, key variable and limits; each change is audited (before and after)."""
+    _manager(request)
+    provider = get_object_or_404(Provider, name=name)
+    form = ProviderEditForm(request.POST or None, instance=provider)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.provider_update(provider=Provider.objects.get(pk=provider.pk), **form.cleaned_data,
+                                         actor=request.user)
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Provider {provider.name} saved.")
+                return redirect("router:targets")
+        status = 400
+    return render(request, "router/provider.html", {"provider": provider, "form": form}, status=status)
 
 
 def _budgets_page(request, *, status: int = 200, budget_form=None, concurrency_form=None, failed: str = ""):

@@ -110,3 +110,28 @@ def provider_create(
         audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_CREATED, obj=provider, before=None,
                            after=snapshot(provider))
     return provider
+
+
+PROVIDER_FIELDS = ["base_url", "api_key_env", "timeout_seconds", "max_retries"]
+
+
+def provider_update(
+    *, provider: Provider, base_url: str, api_key_env: str, timeout_seconds: int, max_retries: int, actor,
+) -> Provider:
+    """Change where a provider is reached and which key variable it names. Audited (before and
+    after), since a new URL or key variable decides which host gets which key; the key itself is
+    sent only where its LINDY_PROVIDER_URL_<NAME> binds it (router.provider_keys)."""
+    provider_check(kind=provider.kind, base_url=base_url, api_key_env=api_key_env)
+    with transaction.atomic():
+        provider = Provider.objects.select_for_update().get(pk=provider.pk)
+        before = snapshot(provider, PROVIDER_FIELDS)
+        provider.base_url, provider.api_key_env = base_url, api_key_env
+        provider.timeout_seconds, provider.max_retries = timeout_seconds, max_retries
+        provider.full_clean()
+        after = snapshot(provider, PROVIDER_FIELDS)
+        if after == before:
+            return provider
+        provider.save(update_fields=PROVIDER_FIELDS)
+        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_UPDATED, obj=provider, before=before,
+                           after=after)
+    return provider
