@@ -87,6 +87,7 @@ MIDDLEWARE = [
     "lindy.middleware.htmx_messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "lindy.middleware.bad_parameters",
 ]
 
 ROOT_URLCONF = "lindy.urls"
