@@ -66,6 +66,11 @@ def _variant_choices(route: Route):
 class BaselineForm(forms.Form):
     baseline = forms.ModelChoiceField(queryset=Target.objects.all())
     baseline_variant = forms.ChoiceField()
+    override_reason = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Set without a passing offline eval because…",
+        help_text="Superusers only, never on the validator's route: your reason is kept and shown on this page.",
+    )
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)

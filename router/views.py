@@ -34,7 +34,7 @@ from .services import evals as eval_service
 from .services import evidence, scores
 from .services import optimize as optimize_service
 from .services.config import CONFLICT
-from .services.evidence import UNEVALUATED_CANDIDATE, MissingEvidence
+from .services.evidence import MISSING_EVIDENCE, UNEVALUATED_CANDIDATE, MissingEvidence
 from .services.rollouts import stages_text
 
 PAGE_SIZE = 25
@@ -77,6 +77,8 @@ def _route_context(route, **forms):
         "matrix": [{**row, "passes": evidence.run_passed(row["run"])} for row in selectors.eval_matrix(route)],
         "thresholds": evidence.thresholds(),
         "has_eval_set": eval_service.has_eval_set(route.name),
+        "evidence_only": routing.registered_routes().get(route.name) is not None
+        and routing.registered_routes()[route.name].evidence_only,
         "eval_variants": _eval_variants(route.name),
         "baseline_form": forms.get("baseline_form") or BaselineForm(
             route=route, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
@@ -99,7 +101,8 @@ def _eval_variants(route: str) -> list[str]:
 
 
 def _conflict(exc: ValidationError) -> bool:
-    return any(error.code in (CONFLICT, UNEVALUATED_CANDIDATE) for error in getattr(exc, "error_list", []))
+    return any(error.code in (CONFLICT, UNEVALUATED_CANDIDATE, MISSING_EVIDENCE)
+               for error in getattr(exc, "error_list", []))
 
 
 def _invalid(request, route, status=400, **forms):
@@ -116,7 +119,8 @@ def route_baseline(request, name: str):
         return _invalid(request, route, baseline_form=form)
     try:
         route = services.route_baseline_set(route=route, baseline=form.cleaned_data["baseline"],
-                                            baseline_variant=form.cleaned_data["baseline_variant"], actor=request.user)
+                                            baseline_variant=form.cleaned_data["baseline_variant"], actor=request.user,
+                                            override_reason=form.cleaned_data["override_reason"])
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, status=409 if _conflict(exc) else 400, baseline_form=form)
