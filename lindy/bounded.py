@@ -37,7 +37,7 @@ def clamped_int(raw: str | None, *, low: int, high: int, default: int) -> int:
 
 def clamped_choice(raw: str | None, *, allowed: Collection[str], other: str) -> str:
     """`raw` if it is one of `allowed`, else `other` (a provider's enum we do not know yet)."""
-    return raw if raw in allowed else other
+    return raw if raw is not None and raw in allowed else other
 
 
 def query_int(params: Mapping[str, str], name: str, *, low: int, high: int, default: int) -> int:

@@ -142,5 +142,5 @@ def bad_parameters(get_response):
             return _refuse(400, str(exception))
         return HttpResponse(f"Bad request: {exception}", status=400, content_type="text/plain; charset=utf-8")
 
-    middleware.process_exception = process_exception  # type: ignore[attr-defined]
+    middleware.process_exception = process_exception
     return middleware
