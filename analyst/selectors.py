@@ -55,3 +55,29 @@ def summary(scores: QuerySet[TaskScore]) -> dict:
     return scores.aggregate(runs=Count("pk"), mean=Avg("score"), rogue=Count("pk", filter=Q(rogue=True)),
                             misses=Count("pk", filter=Q(validator_miss=True)),
                             offline=Count("pk", filter=Q(provider="offline")))
+
+
+# What a run's score says about a private task in words: only its owner and staff read it; a team
+# admin sees the numbers (issue 29: the error text once leaked where the title and why did not).
+PRIVATE_SCORE_FIELDS = ("summary", "error", "false_claims")
+
+
+def scores_for_viewer(user, scores) -> list:
+    """The scores as `user` may read them: `readable` set, and a private task's words hidden."""
+    from lindy.redaction import redacted
+
+    from . import permissions
+
+    scores = list(scores)
+    readable = permissions.readable_task_ids(user, {score.task_id for score in scores})
+    out = []
+    for score in scores:
+        if readable is None or score.task_id in readable:
+            score.readable = True
+            out.append(score)
+            continue
+        hidden = redacted(score, PRIVATE_SCORE_FIELDS)
+        hidden.task = redacted(score.task, ("title",))
+        hidden.readable = False
+        out.append(hidden)
+    return out

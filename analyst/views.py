@@ -23,9 +23,7 @@ def page(request):
     scores = permissions.visible_scores(request.user)
     listing = scores.select_related("task", "team").defer("blocked_reasons")
     page_obj = Paginator(listing, PAGE_SIZE).get_page(request.GET.get("page"))
-    readable = permissions.readable_task_ids(request.user, {score.task_id for score in page_obj})
-    for score in page_obj:
-        score.readable = readable is None or score.task_id in readable
+    page_obj.object_list = selectors.scores_for_viewer(request.user, page_obj.object_list)
     can_review = permissions.can_review_eval_candidates(request.user)
     candidates = (Paginator(selectors.analyst_candidates(permissions.reviewable_candidates(request.user)),
                             CANDIDATE_PAGE_SIZE).get_page(request.GET.get("cpage")) if can_review else None)

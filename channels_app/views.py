@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from slack_sdk.signature import SignatureVerifier
 
 from lindy import json_input
+from lindy.bounded import clamped_choice, clamped_int
 from lindy.models import Team
 
 from . import permissions, selectors, services, slack_app
@@ -63,6 +64,12 @@ def slack_oauth_redirect(request):
         return _slack_closed()
     with callback_state(request.GET.get("state")):
         return slack_app.handler().handle(request)
+
+
+# Slack retries a delivery 3 times (api.slack.com/apis/events-api#retries); the bound leaves room.
+SLACK_MAX_RETRY_NUM = 100
+SLACK_RETRY_REASONS = frozenset({"", "http_timeout", "too_many_redirects", "ssl_error", "http_error",
+                                 "connection_failed", "unknown_error"})
 
 
 # What Slack sends: a Unix time in ASCII digits and "v0=" with a hex digest. slack-sdk's verifier
@@ -119,13 +126,14 @@ def _slack_event_callback(request) -> HttpResponse | None:
     event = payload.get("event")
     if not isinstance(event, dict) or event.get("type") not in slack_app.HANDLED_EVENTS:
         return HttpResponse(status=200)  # nothing we act on (channel messages are read from the history)
+    # Unsigned headers: a replayed delivery may carry anything, and Slack would only retry an
+    # error, so both are clamped rather than refused (lindy.bounded).
+    retry_num = clamped_int(request.headers.get("X-Slack-Retry-Num"), low=0, high=SLACK_MAX_RETRY_NUM, default=0)
+    retry_reason = clamped_choice(request.headers.get("X-Slack-Retry-Reason") or "", allowed=SLACK_RETRY_REASONS,
+                                  other="other")
     try:
-        retry_num = int(request.headers.get("X-Slack-Retry-Num") or 0)
-    except ValueError:
-        retry_num = 0
-    try:
-        services.slack_event_receive(body=raw.decode(), payload=payload, retry_num=max(retry_num, 0),
-                                     retry_reason=request.headers.get("X-Slack-Retry-Reason") or "")
+        services.slack_event_receive(body=raw.decode(), payload=payload, retry_num=retry_num,
+                                     retry_reason=retry_reason)
     except ValueError as exc:
         return HttpResponse(f"malformed event: {exc}", status=400, content_type="text/plain")
     return HttpResponse(status=200)

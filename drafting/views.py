@@ -10,6 +10,8 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from lindy.bounded import INT32_MAX, query_int
+
 from . import permissions, selectors
 
 PAGE_SIZE = 20
@@ -56,8 +58,7 @@ def chart_params(request) -> tuple[int | None, int, str]:
     days = days if days in DAYS else 30
     period = request.GET.get("period", "day")
     period = period if period in PERIODS else "day"
-    team_raw = request.GET.get("team", "")
-    team_id = int(team_raw) if team_raw.isdigit() else None
+    team_id = query_int(request.GET, "team", low=1, high=INT32_MAX, default=0) or None
     return team_id, days, period
 
 

@@ -1,6 +1,10 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from . import services
@@ -26,7 +30,56 @@ class UserAdmin(BaseUserAdmin):
     ]
     add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
     filter_horizontal = ["groups", "user_permissions"]
+    # Django's bulk delete is replaced by delete_with_data: it shows the counts first, erases each
+    # user's data through the apps' erasers and writes an audit entry per user.
     actions = ["delete_with_data"]
+    # Rank: only a superuser grants or edits what makes a superuser or staff account.
+    RANK_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields += [f for f in self.RANK_FIELDS if f not in fields]
+        return fields
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        if change and obj.pk:
+            stored = User.objects.get(pk=obj.pk)
+            if stored.is_superuser and (not obj.is_superuser or not obj.is_active):
+                refusal = services.superuser_rank_refusal(actor=request.user, demoting=[stored])
+                if refusal:
+                    raise ValidationError(refusal)
+        super().save_model(request, obj, form, change)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_view(self, request, object_id, extra_context=None):
+        target = self.get_object(request, object_id)
+        refusal = target and services.superuser_rank_refusal(actor=request.user, removing=[target])
+        if refusal:
+            self.message_user(request, refusal, messages.ERROR)
+            return HttpResponseRedirect("../change/" if self.has_view_permission(request, target) else "../../")
+        return super().delete_view(request, object_id, extra_context)
 
     @admin.action(description="Delete selected users and all their data (shows what is removed)",
                   permissions=["delete"])
@@ -37,9 +90,19 @@ class UserAdmin(BaseUserAdmin):
         if request.user in users:
             self.message_user(request, "You cannot delete your own account here.", messages.ERROR)
             return None
+        refusal = services.superuser_rank_refusal(actor=request.user, removing=users)
+        if refusal:
+            self.message_user(request, refusal, messages.ERROR)
+            return None
         if request.POST.get("confirm") == "yes":
+            user_type = ContentType.objects.get_for_model(User)
             for user in users:
+                pk, label = user.pk, str(user)
                 removed = services.user_delete(user=user)
+                # The admin's own audit log (Recent actions, LogEntry), with what went.
+                LogEntry.objects.create(user_id=request.user.pk, content_type=user_type, object_id=str(pk),
+                                        object_repr=label[:200], action_flag=DELETION,
+                                        change_message=removed.summary())
                 self.message_user(request, removed.summary(), messages.SUCCESS)
             return None
         context = {

@@ -6,13 +6,14 @@ import json
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse, QueryDict
+from django.http import HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.datastructures import MultiValueDict
 
 from . import json_input
 from .api_errors import error_body
+from .bounded import BadParameter
 
 
 def _is_json(content_type: str) -> bool:
@@ -124,4 +125,22 @@ def large_form_bodies(get_response):
         request._files = MultiValueDict()
         return get_response(request)
 
+    return middleware
+
+
+def bad_parameters(get_response):
+    """A query parameter out of its range (lindy.bounded.BadParameter, raised by a view) is a 400
+    naming it: in the API's error shape under /api/, as plain text elsewhere."""
+
+    def middleware(request):
+        return get_response(request)
+
+    def process_exception(request, exception):
+        if not isinstance(exception, BadParameter):
+            return None
+        if request.path.startswith("/api/"):
+            return _refuse(400, str(exception))
+        return HttpResponse(f"Bad request: {exception}", status=400, content_type="text/plain; charset=utf-8")
+
+    middleware.process_exception = process_exception
     return middleware

@@ -34,3 +34,32 @@ def generated_secret_key(var_dir: Path) -> str:
     if len(key) < 50:
         raise RuntimeError(f"{path} holds no usable secret key: delete it to generate a new one, or set SECRET_KEY.")
     return key
+
+
+# Values copied from tutorials, templates and .env examples: long enough to pass a length check,
+# public all the same. Compared casefolded with separators removed, so "Change-Me" counts too.
+KNOWN_PLACEHOLDERS = frozenset({
+    "changeme", "changemeinproduction", "changethis", "changethissecretkey", "secret", "secretkey",
+    "mysecretkey", "yoursecretkey", "yoursecretkeyhere", "yoursecretkeygoeshere", "supersecret",
+    "supersecretkey", "notsecret", "insecure", "development", "devsecretkey", "dev", "test",
+    "testsecretkey", "password", "placeholder", "replaceme", "xxx", "todo", "lindy", "lindydemo",
+    "django", "djangosecretkey", "djangoinsecure",
+})
+MIN_LENGTH = 50
+MIN_UNIQUE_CHARACTERS = 5
+
+
+def secret_key_weakness(key: str) -> str | None:
+    """Why `key` may not sign production sessions, or None.
+
+    Django's own deploy check (security.W009) names the same three classes, but only as a warning
+    that `check --deploy` prints; here start-up stops.
+    """
+    folded = "".join(ch for ch in key.casefold() if ch.isalnum())
+    if folded in KNOWN_PLACEHOLDERS or key.startswith("django-insecure-"):
+        return "SECRET_KEY is a known placeholder"
+    if len(key) < MIN_LENGTH:
+        return f"SECRET_KEY has {len(key)} characters; at least {MIN_LENGTH} are required"
+    if len(set(key)) < MIN_UNIQUE_CHARACTERS:
+        return f"SECRET_KEY uses fewer than {MIN_UNIQUE_CHARACTERS} distinct characters"
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -127,6 +128,23 @@ class Removed:
     def summary(self) -> str:
         parts = ", ".join(f"{count} {name}" for name, count in self.lines())
         return f"Deleted {self.email} and {self.total} rows of their data: {parts}."
+
+
+def superuser_rank_refusal(*, actor: User, removing: Sequence[User] = (), demoting: Sequence[User] = ()) -> str:
+    """Why `actor` may not delete `removing` or take superuser rank from `demoting`, or "".
+
+    Only a superuser removes or demotes a superuser (a staff account with the delete permission on
+    users once deleted the only one), and the last active superuser stays: without one nobody can
+    reach the Models pages or grant the rank again."""
+    touched = {u.pk: u for u in [*removing, *demoting] if u.is_superuser}
+    if not touched:
+        return ""
+    if not actor.is_superuser:
+        names = ", ".join(sorted(u.email for u in touched.values()))
+        return f"Only a superuser can delete or demote a superuser ({names})."
+    if not User.objects.filter(is_superuser=True, is_active=True).exclude(pk__in=list(touched)).exists():
+        return "That would leave no active superuser: make another superuser first."
+    return ""
 
 
 def user_delete(*, user: User, dry_run: bool = False) -> Removed:

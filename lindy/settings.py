@@ -10,7 +10,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from lindy import env, structured_logs
-from lindy.secret_key import generated_secret_key
+from lindy.secret_key import generated_secret_key, secret_key_weakness
 
 # Every variable is read through lindy.env: typed, bounded, and listed in the README's
 # configuration table (tests/lindy/test_settings_env.py holds the two to each other).
@@ -34,6 +34,8 @@ else:
         raise ImproperlyConfigured(
             f"DEBUG is off, so these environment variables are required: {', '.join(missing)}"
         )
+    if weakness := secret_key_weakness(SECRET_KEY):
+        raise ImproperlyConfigured(f"DEBUG is off and {weakness}: generate one with `python -c \"import secrets; print(secrets.token_urlsafe(64))\"`")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 31536000, min=0)
@@ -82,6 +84,7 @@ MIDDLEWARE = [
     "lindy.middleware.htmx_messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "lindy.middleware.bad_parameters",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 

@@ -30,7 +30,7 @@ from router import gateway
 
 from . import links
 from .models import FileChange, FileSystem, MemoryFile
-from .paths import INDEX, SPECIAL, PathError, clean_path
+from .paths import INDEX, SPECIAL, PathError, clean_path, path_key
 from .verifier import Budgets, Violation, verify
 
 MAX_FILE_BYTES = 200_000
@@ -209,6 +209,8 @@ class Draft:
         # The rows load() read (id -> path): under the file system's lock, the live files, so
         # the writer of the revision needs not list them again.
         self.loaded: dict[int, str] | None = None
+        # Canonical key (memory.paths.path_key) -> path, built on the first create or move.
+        self._keys: dict[str, str] | None = None
 
     @classmethod
     def load(cls, filesystem: FileSystem, *, contents: Iterable[str] | None = None, user=None,
@@ -253,6 +255,32 @@ class Draft:
                             if file.id is not None else "")
         return file.content
 
+    def twin(self, path: str, *, other_than: str | None = None) -> str | None:
+        """Another file whose name means the same as `path` (same canonical key: `Notes.md` for
+        `notes.md`, NFD for NFC, full-width for ASCII, `ﬁle.md` for `file.md`), or None."""
+        key = path_key(path)
+        found = self._keys.get(key) if self._keys is not None else None
+        if self._keys is None or (found is not None and found not in self.files):
+            self._keys = {}
+            for existing in self.files:
+                self._keys.setdefault(path_key(existing), existing)
+            found = self._keys.get(key)
+        return None if found in (None, path, other_than) else found
+
+    def _twin_refused(self, path: str, *, other_than: str | None = None) -> None:
+        existing = self.twin(path, other_than=other_than)
+        if existing is not None:
+            raise AlreadyExists(f"{path} names the same file as {existing} (names are compared ignoring case, "
+                                f"Unicode form and lookalike letters): edit {existing} instead, or choose another name.")
+
+    def _keys_moved(self, old: str | None, new: str | None) -> None:
+        if self._keys is None:
+            return
+        if old is not None and self._keys.get(path_key(old)) == old:
+            del self._keys[path_key(old)]
+        if new is not None:
+            self._keys.setdefault(path_key(new), new)
+
     def changed_paths(self) -> set[str]:
         return {record.path for record in self.records}
 
@@ -277,7 +305,9 @@ class Draft:
                 raise StaleVersion(
                     f"{path} no longer exists (it was at version {change.base_version} when you opened it).")
             content = check_content(change.content if change.content is not None else "")
+            self._twin_refused(path)
             files[path] = DraftFile(None, 1, content, None)
+            self._keys_moved(None, path)
             return self._record(Change("create", path, content=content),
                                 FileChange(op="create", path=path, after=content, after_version=1))
         if current is None:
@@ -310,9 +340,11 @@ class Draft:
                 raise AlreadyExists(f"{new_path} already exists.")
             if new_path in SPECIAL:
                 raise InvalidChange(f"{new_path} is reserved for the file system's own {new_path}.")
+            self._twin_refused(new_path, other_than=path)
             content = self._content(current)
             del files[path]
             files[new_path] = current
+            self._keys_moved(path, new_path)
             current.version += 1
             return self._record(
                 Change("move", path, new_path=new_path, base_version=version),
@@ -324,6 +356,7 @@ class Draft:
             raise InvalidChange(f"{path} is special and cannot be deleted; empty it instead.")
         content = self._content(current)
         del files[path]
+        self._keys_moved(path, None)
         return self._record(Change("delete", path, base_version=version),
                             FileChange(op="delete", path=path, before=content, before_version=version))
 

@@ -6,8 +6,11 @@ segment, no control characters or backslashes, and stays within MAX_PATH_LENGTH 
 
 from __future__ import annotations
 
+import json
 import posixpath
 import unicodedata
+from functools import lru_cache
+from importlib import resources
 
 INDEX = "index.md"
 MASTER = "master.md"
@@ -25,6 +28,34 @@ _CONFUSABLES = str.maketrans({
     "\u03b1": "a", "\u237a": "a", "\u0455": "s", "\ua731": "s", "\u0442": "t", "\u03c4": "t", "\u0433": "r",
     "\u1d26": "r", "\uab47": "r", "\uab48": "r",
 })
+
+
+@lru_cache(maxsize=1)
+def _latin_prototypes() -> dict[int, str]:
+    """Every non-ASCII character Unicode's confusables list (UTS #39, as the confusable-homoglyphs
+    package ships it) pairs with an ASCII lookalike -> that lookalike, lower case. Built on the first
+    non-ASCII name, once per process. ASCII is never remapped: "l" and "1" stay two letters, as
+    people type them."""
+    data = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
+    table: dict[int, str] = {}
+    for char, homoglyphs in data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        ascii_ones = [h["c"] for h in homoglyphs if h["c"].isascii() and h["c"].isprintable()]
+        if ascii_ones:
+            table[ord(char)] = ascii_ones[0].lower()
+    return table
+
+
+def path_key(path: str) -> str:
+    """The canonical key two paths are the same file by: NFKC, then case folded, then confusables
+    folded (Cyrillic а to a, dotless ı to i...), then NFKC again. `Notes.md` and `notes.md`, NFC and
+    NFD `café.md`, full-width and ASCII names, `ﬁle.md` and `file.md` share one key; a write whose
+    path has the key of another file is refused by every writer (memory.draft.Draft)."""
+    if path.isascii():
+        return path.lower()  # casefold of ASCII, without the Unicode tables
+    folded = unicodedata.normalize("NFKC", path).casefold().translate(_latin_prototypes())
+    return unicodedata.normalize("NFKC", folded).casefold()
 
 
 class PathError(ValueError):

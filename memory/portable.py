@@ -7,8 +7,9 @@
 Reading is defensive, because a zip is outside input: the upload, the number of entries, each
 entry and their total are bounded before anything is decompressed (each entry is read at most
 one byte past its limit, whatever its header claims); names that climb out of the archive
-(`..`, absolute, drive letters, backslashes), encrypted entries, duplicates, files that are
-not markdown and text that is not UTF-8 are refused. Nothing is written here: the import is
+(`..`, absolute, drive letters, backslashes), names with a NUL or that are not UTF-8 (read raw,
+before zipfile's clean-up), symbolic links, devices, encrypted entries, duplicates (by canonical
+key: memory.paths.path_key), files that are not markdown and text that is not UTF-8 are refused. Nothing is written here: the import is
 one revision through `memory.services.filesystem_import`.
 """
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import stat
 import zipfile
 from typing import IO
 
 from .draft import MAX_FILE_BYTES, MemoryWriteError
 from .models import FileChange, FileSystem, MemoryFile, Revision
-from .paths import PathError, clean_path
+from .paths import PathError, clean_path, path_key
 
 MANIFEST = "manifest.json"
 FORMAT = "lindy-memory/1"
@@ -97,6 +99,44 @@ def export_name(fs: FileSystem) -> str:
     return f"memory-{fs.kind}-{slug or fs.pk}.zip"
 
 
+UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8 (APPNOTE 4.4.4)
+ENCRYPTED_FLAGS = 0x1 | 0x40  # bit 0: encrypted; bit 6: strong encryption
+AES_METHOD = 99  # WinZip AES: encrypted whatever the flags say
+UNIX = 3  # create_system of entries whose external attributes carry a Unix mode
+
+
+def raw_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as the archive stores it, read before zipfile's clean-up (which cuts a
+    name at its first NUL, so `evil.md\x00.txt` became `evil.md`). Without the UTF-8 flag
+    zipfile decodes the bytes as cp437, which maps every byte: re-encoding gives the bytes back,
+    and they must be UTF-8 (what every tool writes today, flag or not)."""
+    name = info.orig_filename
+    if info.flag_bits & UTF8_FLAG:
+        return name
+    try:
+        data = name.encode("cp437")
+    except UnicodeEncodeError:  # a metadata_encoding other than cp437 was used: take it as given
+        return name
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArchiveRefused(f"Refused: the entry name {data!r} is not UTF-8 and the zip does not say "
+                             f"which encoding it uses (no UTF-8 flag).") from None
+
+
+def _kind_refusal(info: zipfile.ZipInfo, name: str) -> str:
+    """Why an entry that is not a plain file or folder is refused, or ""."""
+    if info.flag_bits & ENCRYPTED_FLAGS or info.compress_type == AES_METHOD:
+        return f"Refused: the entry {name!r} is encrypted."
+    mode = info.external_attr >> 16
+    if info.create_system == UNIX and mode:
+        if stat.S_ISLNK(mode):
+            return f"Refused: the entry {name!r} is a symbolic link; only files and folders are imported."
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            return f"Refused: the entry {name!r} is a device, pipe or socket; only files and folders are imported."
+    return ""
+
+
 def _unsafe(name: str) -> bool:
     parts = name.split("/")
     return (name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":")
@@ -118,19 +158,26 @@ def archive_read(upload: IO[bytes], *, size: int | None = None) -> dict[str, str
     if len(infos) > MAX_ENTRIES:
         raise ArchiveTooLarge(f"The zip holds {len(infos):,} entries; at most {MAX_ENTRIES:,} are accepted.")
     declared = 0
-    for info in infos:
-        if _unsafe(info.filename):
-            raise ArchiveRefused(f"Refused: the entry {info.filename!r} points outside the archive.")
-        if info.flag_bits & 0x1:
-            raise ArchiveRefused(f"Refused: the entry {info.filename!r} is encrypted.")
+    names: dict[int, str] = {}
+    for index, info in enumerate(infos):
+        name = raw_name(info)
+        if "\x00" in name:
+            raise ArchiveRefused(f"Refused: the entry name {name!r} contains a NUL character.")
+        if _unsafe(name):
+            raise ArchiveRefused(f"Refused: the entry {name!r} points outside the archive.")
+        refusal = _kind_refusal(info, name)
+        if refusal:
+            raise ArchiveRefused(refusal)
+        names[index] = name
         declared += info.file_size
     if declared > MAX_TOTAL_BYTES:
         raise ArchiveTooLarge(f"The zip would unpack to {declared:,} bytes; at most {MAX_TOTAL_BYTES:,} are accepted.")
     files: dict[str, str] = {}
+    keys: dict[str, str] = {}
     total = 0
-    for info in infos:
-        name = info.filename
-        if info.is_dir():
+    for index, info in enumerate(infos):
+        name = names[index]
+        if name.endswith("/"):
             continue
         if name == MANIFEST or name.startswith("__MACOSX/"):  # macOS Finder's resource forks
             continue  # written on export for people and tools; the files themselves are the import
@@ -140,6 +187,10 @@ def archive_read(upload: IO[bytes], *, size: int | None = None) -> dict[str, str
             raise ArchiveRefused(f"Refused: {name!r} cannot be a memory file: {exc}") from None
         if path in files:
             raise ArchiveRefused(f"Refused: {path} appears twice in the zip.")
+        twin = keys.setdefault(path_key(path), path)
+        if twin != path:
+            raise ArchiveRefused(f"Refused: {path} and {twin} name the same file (names are compared ignoring "
+                                 f"case, Unicode form and lookalike letters).")
         if info.file_size > MAX_FILE_BYTES:
             raise ArchiveTooLarge(f"Refused: {path} is {info.file_size:,} bytes; a memory file may be at most "
                                   f"{MAX_FILE_BYTES:,}.")

@@ -41,6 +41,24 @@ class ProviderForm(forms.ModelForm):
         return data
 
 
+class ProviderEditForm(forms.ModelForm):
+    """Parses a change of a provider's URL, key variable or limits; router.services.provider_update writes it."""
+
+    base_url = forms.URLField(required=False, assume_scheme="https",
+                              help_text="e.g. https://api.example.com/v1 (chat completions host).")
+
+    class Meta:
+        model = Provider
+        fields = ["base_url", "api_key_env", "timeout_seconds", "max_retries"]
+        help_texts = {"api_key_env": "The key is sent only to the host LINDY_PROVIDER_URL_<NAME> names beside it."}
+
+    def clean(self):
+        data = super().clean()
+        provider_check(kind=self.instance.kind, base_url=data.get("base_url", ""),
+                       api_key_env=data.get("api_key_env", ""))
+        return data
+
+
 def _variant_choices(route: Route):
     return [(v, v) for v in PromptVariant.objects.filter(route=route).values_list("name", flat=True)]
 
@@ -48,6 +66,11 @@ def _variant_choices(route: Route):
 class BaselineForm(forms.Form):
     baseline = forms.ModelChoiceField(queryset=Target.objects.all())
     baseline_variant = forms.ChoiceField()
+    override_reason = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}),
+        label="Set without a passing offline eval because…",
+        help_text="Superusers only, never on the validator's route: your reason is kept and shown on this page.",
+    )
 
     def __init__(self, *args, route: Route, **kwargs):
         super().__init__(*args, **kwargs)

@@ -117,6 +117,12 @@ class Route(models.Model):
         null=True, blank=True, validators=[MaxValueValidator(MAX_BUDGET)],
         help_text="Calls in flight at once across all workers (router.budgets). Empty: the "
                   "ROUTER_ROUTE_CONCURRENCY setting; 0: no limit.")
+    # Set when a superuser put the baseline in place without passing offline evidence (never on
+    # an evidence-only route, router.registry); cleared when a baseline is set on evidence.
+    baseline_override_reason = models.TextField(blank=True)
+    baseline_override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    baseline_override_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -430,6 +436,7 @@ class AuditEvent(models.Model):
         PROMPT_VARIANT_CREATED = "prompt_variant.created", "Prompt variant added"
         TARGET_CREATED = "target.created", "Target added"
         PROVIDER_CREATED = "provider.created", "Provider added"
+        PROVIDER_UPDATED = "provider.updated", "Provider URL or key variable changed"
         PROVIDER_BUDGET_SET = "provider_budget.set", "Provider budget changed"
         ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
 

@@ -18,12 +18,17 @@ class RouteSpec:
     # False for the product's own plumbing (token counting, the judge, transcription): no one
     # chooses a model for it, so "My model" does not list it.
     user_facing: bool = True
+    # True for a route whose answers let actions through (the validator): its baseline and rollouts
+    # move only on passing offline evidence; no superuser override applies to it.
+    evidence_only: bool = False
 
 
-def register_route(name: str, *, description: str, owner: str, user_facing: bool = True) -> RouteSpec:
+def register_route(name: str, *, description: str, owner: str, user_facing: bool = True,
+                   evidence_only: bool = False) -> RouteSpec:
     """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
     for one name is a programming error."""
-    spec = RouteSpec(name=name, description=description, owner=owner, user_facing=user_facing)
+    spec = RouteSpec(name=name, description=description, owner=owner, user_facing=user_facing,
+                     evidence_only=evidence_only)
     current = _ROUTES.get(name)
     if current is not None and current.owner != owner:
         raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
@@ -38,3 +43,9 @@ def registered_routes() -> dict[str, RouteSpec]:
 def user_facing_routes() -> list[str]:
     """The routes a person may choose a model for ("My model"), by name."""
     return sorted(name for name, spec in _ROUTES.items() if spec.user_facing)
+
+
+def evidence_only(name: str) -> bool:
+    """Whether no override may move route `name` without passing offline evidence."""
+    spec = _ROUTES.get(name)
+    return bool(spec and spec.evidence_only)

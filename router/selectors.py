@@ -12,7 +12,8 @@ from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
 from . import permissions, routing
-from .models import AuditEvent, CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
+from .models import AuditEvent, CallScore, EvalRun, ModelCall, Provider, Rollout, RolloutEvent, Route, Target
+from .provider_keys import key_binding, url_env_for
 
 ARMS = ("baseline", "candidate")
 AUDIT_LIMIT = 20
@@ -31,6 +32,21 @@ def route_audit_events(route: Route, limit: int = AUDIT_LIMIT) -> list[AuditEven
 def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
     """The latest changes to targets and providers."""
     return list(AuditEvent.objects.filter(object_type__in=("target", "provider")).select_related("actor")[:limit])
+
+
+def provider_rows() -> list[dict]:
+    """Each provider with what its key binding allows: the page says why a row sends no key."""
+    rows = []
+    for provider in Provider.objects.order_by("name"):
+        binding = key_binding(base_url=provider.base_url, key_env=provider.api_key_env)
+        if binding.refusal:
+            key_status = binding.refusal
+        elif binding.key:
+            key_status = f"Sent only to the host {url_env_for(provider.api_key_env)} names."
+        else:
+            key_status = ""
+        rows.append({"provider": provider, "key_ok": not binding.refusal, "key_status": key_status})
+    return rows
 
 
 def guardrail_since(now=None):

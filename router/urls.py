@@ -20,6 +20,7 @@ urlpatterns = [
     path("targets/", views.targets, name="targets"),
     path("targets/new/", views.target_create, name="target-create"),
     path("providers/new/", views.provider_create, name="provider-create"),
+    path("providers/<slug:name>/", views.provider_edit, name="provider-edit"),
     path("budgets/", views.budgets, name="budgets"),
     path("budgets/routes/<str:name>/", views.route_concurrency, name="route-concurrency"),
     path("costs/", views.costs, name="costs"),

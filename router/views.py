@@ -22,6 +22,7 @@ from .forms import (
     ConcurrencyForm,
     EvalRunForm,
     OptimizationForm,
+    ProviderEditForm,
     ProviderForm,
     RolloutForm,
     StagesForm,
@@ -33,7 +34,7 @@ from .services import evals as eval_service
 from .services import evidence, scores
 from .services import optimize as optimize_service
 from .services.config import CONFLICT
-from .services.evidence import UNEVALUATED_CANDIDATE, MissingEvidence
+from .services.evidence import MISSING_EVIDENCE, UNEVALUATED_CANDIDATE, MissingEvidence
 from .services.rollouts import stages_text
 
 PAGE_SIZE = 25
@@ -76,6 +77,8 @@ def _route_context(route, **forms):
         "matrix": [{**row, "passes": evidence.run_passed(row["run"])} for row in selectors.eval_matrix(route)],
         "thresholds": evidence.thresholds(),
         "has_eval_set": eval_service.has_eval_set(route.name),
+        "evidence_only": routing.registered_routes().get(route.name) is not None
+        and routing.registered_routes()[route.name].evidence_only,
         "eval_variants": _eval_variants(route.name),
         "baseline_form": forms.get("baseline_form") or BaselineForm(
             route=route, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
@@ -98,7 +101,8 @@ def _eval_variants(route: str) -> list[str]:
 
 
 def _conflict(exc: ValidationError) -> bool:
-    return any(error.code in (CONFLICT, UNEVALUATED_CANDIDATE) for error in getattr(exc, "error_list", []))
+    return any(error.code in (CONFLICT, UNEVALUATED_CANDIDATE, MISSING_EVIDENCE)
+               for error in getattr(exc, "error_list", []))
 
 
 def _invalid(request, route, status=400, **forms):
@@ -115,7 +119,8 @@ def route_baseline(request, name: str):
         return _invalid(request, route, baseline_form=form)
     try:
         route = services.route_baseline_set(route=route, baseline=form.cleaned_data["baseline"],
-                                            baseline_variant=form.cleaned_data["baseline_variant"], actor=request.user)
+                                            baseline_variant=form.cleaned_data["baseline_variant"], actor=request.user,
+                                            override_reason=form.cleaned_data["override_reason"])
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, status=409 if _conflict(exc) else 400, baseline_form=form)
@@ -266,7 +271,7 @@ def targets(request):
 def _targets_context(**forms):
     return {
         "targets": Target.objects.select_related("host").order_by("provider", "name"),
-        "providers": Provider.objects.order_by("name"),
+        "providers": selectors.provider_rows(),
         "target_form": forms.get("target_form") or TargetForm(),
         "provider_form": forms.get("provider_form") or ProviderForm(),
         "audit_events": selectors.target_audit_events(),
@@ -303,6 +308,27 @@ def provider_create(request):
         return render(request, "router/targets.html", _targets_context(provider_form=form), status=400)
     messages.success(request, f"Provider {provider.name} added.")
     return redirect("router:targets")
+
+
+@login_required
+def provider_edit(request, name: str):
+    """A provider's URL, key variable and limits; each change is audited (before and after)."""
+    _manager(request)
+    provider = get_object_or_404(Provider, name=name)
+    form = ProviderEditForm(request.POST or None, instance=provider)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.provider_update(provider=Provider.objects.get(pk=provider.pk), **form.cleaned_data,
+                                         actor=request.user)
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Provider {provider.name} saved.")
+                return redirect("router:targets")
+        status = 400
+    return render(request, "router/provider.html", {"provider": provider, "form": form}, status=status)
 
 
 def _budgets_page(request, *, status: int = 200, budget_form=None, concurrency_form=None, failed: str = ""):

@@ -28,7 +28,9 @@ class ValidatorConfig(AppConfig):
         from .selectors import blocked_badge, home_tile
         from .services import ROUTE
 
-        register_route(ROUTE, owner=self.label,
+        # evidence_only: the validator's model decides what reaches third parties, so its baseline and
+        # rollouts move only on its eval set passing its gate; no superuser override applies.
+        register_route(ROUTE, owner=self.label, evidence_only=True,
                        description="Checks an action's justification before it reaches a third party.")
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from lindy import tool_registry
+from lindy.bounded import INT32_MAX, query_int
 from lindy.counting import CappedPaginator, page_number
 from router import gateway
 
@@ -253,10 +254,7 @@ def _matrix_viewer(request):
 @login_required
 def eval_matrix_page(request):
     _matrix_viewer(request)
-    try:
-        matrix_id = int(request.GET["matrix"]) if "matrix" in request.GET else None
-    except ValueError:
-        matrix_id = None
+    matrix_id = query_int(request.GET, "matrix", low=1, high=INT32_MAX, default=0) or None
     matrix = selectors.eval_matrix(matrix_id)
     if matrix_id is not None and matrix is None:
         raise Http404("No such eval matrix.")

@@ -32,6 +32,8 @@ def slack_event_receive(*, body: str, payload: dict, retry_num: int = 0, retry_r
     """Store one verified event_callback and queue its processing. Returns (event, created): a
     retry of a stored event is counted, not stored or processed again (it is queued again only if
     its first task looks lost). Raises MalformedEvent without an event id."""
+    # The column is a 32-bit integer; callers clamp the header already (a second guard here).
+    retry_num = max(0, min(int(retry_num), 2_147_483_647))
     event_id = text(payload.get("event_id"), "event_id")
     if not event_id or len(event_id) > 64:
         raise MalformedEvent("event_id is required")

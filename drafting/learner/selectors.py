@@ -25,11 +25,14 @@ picks the longer draft against closeness more often than not (the interval's low
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import Http404
+
+from lindy.redaction import redacted
 
 from . import judging, stats
 from .models import Comparison, Proposal
@@ -57,7 +60,34 @@ def proposal_get(user, proposal_id) -> Proposal:
         pk=pk).first()
     if proposal is None:
         raise Http404("No such proposal.")
-    return proposal
+    return for_viewer(user, proposal)
+
+
+# A proposal's text is the member's: their drafting document before and after, and what the
+# learner read in their mail. A team admin sees that it exists, its status and its numbers.
+PRIVATE_PROPOSAL_FIELDS = ("base_context", "proposed_context", "diff", "summary", "decision_reason")
+
+
+def for_viewer(user, proposal: Proposal) -> Proposal:
+    """The proposal as `user` may read it: their own whole, anyone else's with its text hidden."""
+    return proposal if proposal.user_id == user.pk else redacted(proposal, PRIVATE_PROPOSAL_FIELDS)
+
+
+def proposals_for_viewer(user, proposals) -> list[Proposal]:
+    return [for_viewer(user, p) for p in proposals]
+
+
+def cited_pairs(user, proposal: Proposal, limit: int = 50) -> list:
+    """The draft-sent pairs a proposal learned from; the subjects of the member's mail only to them."""
+    pairs = list(proposal.proposed_from.select_related("draft").order_by("pk")[:limit])
+    if proposal.user_id == user.pk:
+        return pairs
+    hidden = []
+    for pair in pairs:
+        clone = copy.copy(pair)
+        clone.draft = redacted(pair.draft, ("inbound_subject", "inbound_body", "inbound_from", "body", "subject"))
+        hidden.append(clone)
+    return hidden
 
 
 def comparisons_of(proposal: Proposal) -> QuerySet[Comparison]:

@@ -30,6 +30,7 @@ def proposal_list(request):
     queryset = selectors.proposal_list(request.user, status=status or None)
     asked = page_number(request.GET.get("page"))
     page = CappedPaginator(queryset, PAGE_SIZE, asked).get_page(asked)
+    page.object_list = selectors.proposals_for_viewer(request.user, page.object_list)
     counts = selectors.status_counts(request.user)
     statuses = [(value, label, counts.get(value, 0)) for value, label in Proposal.Status.choices]
     context = {"page": page, "status": status, "statuses": statuses, "flagged": selectors.flagged_judges()}
@@ -45,7 +46,7 @@ def proposal_detail(request, proposal_id: int):
     page = CappedPaginator(selectors.comparisons_of(proposal), COMPARISONS_PAGE, asked).get_page(asked)
     template = "drafting/learner/proposal.html#comparison-rows" if request.htmx else "drafting/learner/proposal.html"
     return render(request, template, {"proposal": proposal, "page": page,
-                                      "cited": proposal.proposed_from.select_related("draft").order_by("pk")[:50]})
+                                      "cited": selectors.cited_pairs(request.user, proposal)})
 
 
 @login_required

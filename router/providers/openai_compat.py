@@ -15,7 +15,7 @@ import time
 
 import httpx
 
-from ..provider_keys import PREFIX, is_provider_key_env, provider_api_key
+from ..provider_keys import key_binding
 from ..types import CompletionRequest, ModelError, ProviderReply, ToolCall, Usage, content_text
 
 FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -163,15 +163,14 @@ def _retry_after(response: httpx.Response, attempt: int) -> float:
 
 
 def _auth_headers(target) -> dict:
+    """The bearer header for `target`'s host. A key goes only to the host its environment binds it
+    to (router.provider_keys); any refusal stops the call before a byte, prompt included, leaves."""
     if target is None or not target.base_url:
         raise ModelError("This OpenAI-compatible target has no provider base URL.")
-    if target.api_key_env and not is_provider_key_env(target.api_key_env):
-        raise ModelError(f"{target.host}'s key variable {target.api_key_env} is not read: provider keys come only "
-                         f"from variables named {PREFIX}<NAME>.")
-    key = provider_api_key(target.api_key_env)
-    if target.api_key_env and not key:
-        raise ModelError(f"The environment variable {target.api_key_env} (API key of {target.host}) is not set.")
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    binding = key_binding(base_url=target.base_url, key_env=target.api_key_env)
+    if binding.refusal:
+        raise ModelError(f"{target.host}: {binding.refusal}")
+    return {"Authorization": f"Bearer {binding.key}"} if binding.key else {}
 
 
 def complete(request: CompletionRequest, target=None) -> ProviderReply:

@@ -150,3 +150,19 @@ def unevaluated_candidate(*, route: Route, target: Target, variant: str) -> str:
     return (f"Prompt variant {variant!r} was written by optimization run {optimization_id} and {why} on "
             f"{target.name}. An optimizer's candidate reaches users only after its own passing offline eval on "
             "that target; the superuser override does not apply to it.")
+
+
+def baseline_evidence(*, route: Route, target: Target, variant: str) -> list[str]:
+    """What is missing before `route` may be served by (target, variant) for everyone: the latest
+    finished offline eval of exactly that triple on the route's eval set, passing the thresholds
+    and the owning app's gate (the validator's: no dangerous action approved...). Empty: none."""
+    triple = f"{route.name} on {target.name} with prompt variant {variant!r}"
+    if not has_eval_set(route.name):
+        return [f"Route {route.name} has no offline eval set (router/evals/{route.name}.jsonl)."]
+    run = latest_finished(route, target.pk, variant)
+    if run is None:
+        return [f"No finished offline eval of {triple}: run one (POST /api/router/routes/{route.name}/evals)."]
+    failures = run_failures(run)
+    if failures:
+        return [f"The latest eval of {triple} did not pass: {'; '.join(failures)}."]
+    return []

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import variants
+from .. import registry, variants
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
 from .evidence import UNEVALUATED_CANDIDATE, Evidence, MissingEvidence, rollout_evidence, unevaluated_candidate
 
@@ -129,6 +129,9 @@ def rollout_start(
         refusal = unevaluated_candidate(route=route, target=candidate, variant=candidate_variant)
         if refusal:
             raise ValidationError(refusal, code=UNEVALUATED_CANDIDATE)
+        if registry.evidence_only(route.name):
+            raise MissingEvidence([*evidence.missing, f"Route {route.name} moves only on passing offline evidence: "
+                                                      "no override applies to it."])
         if not getattr(actor, "is_superuser", False):
             raise ValidationError("Only a superuser may start a rollout without offline evidence.",
                                   code=OVERRIDE_FORBIDDEN)

@@ -39,6 +39,7 @@ def world(cast, monkeypatch, tmp_path):
         **linq.settings(), MODEL_OFFLINE=False, CHANNELS_MEDIA_ROOT=tmp_path,
     ):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", host.base_url)  # the host the key is bound to
         chat = cheap_target(base_url=host.base_url)
         whisper = Target.objects.create(name="whisper-1-atlas", provider="openai", model="whisper-1", host=chat.host)
         Route.objects.filter(name="agent").update(baseline=chat)

@@ -1,11 +1,15 @@
 """Settings come from the environment; production refuses to start half-configured."""
 
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+STRONG_KEY = secrets.token_urlsafe(64)
 
 
 def _load_settings(tmp_path, **env):
@@ -46,10 +50,32 @@ def test_production_requires_secret_key_and_allowed_hosts(tmp_path):
 
 
 def test_production_is_secure_when_configured(tmp_path):
-    result = _load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50, ALLOWED_HOSTS="lindy.example.com")
+    result = _load_settings(tmp_path, DEBUG="0", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="lindy.example.com")
     assert result.returncode == 0, result.stderr
     _, _, _, debug, _, hsts, secure = result.stdout.split()
     assert debug == "False" and int(hsts) > 0 and secure == "True"
+
+
+@pytest.mark.parametrize("key, reason", [
+    ("k" * 49, "49 characters"),
+    (secrets.token_urlsafe(20), "characters; at least 50"),
+    ("changeme", "known placeholder"),
+    ("Change-Me", "known placeholder"),
+    ("your-secret-key-here", "known placeholder"),
+    ("django-insecure-" + secrets.token_urlsafe(50), "known placeholder"),
+    ("ab" * 40, "fewer than 5 distinct"),
+])
+def test_production_refuses_a_weak_secret_key(tmp_path, key, reason):
+    """With DEBUG=0 a short, placeholder or low-variety SECRET_KEY stops start-up (ImproperlyConfigured)."""
+    result = _load_settings(tmp_path, DEBUG="0", SECRET_KEY=key, ALLOWED_HOSTS="lindy.example.com")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and reason in result.stderr
+    assert key not in result.stderr  # the message never prints the key itself
+
+
+def test_a_weak_key_is_tolerated_with_debug_on(tmp_path):
+    result = _load_settings(tmp_path, DEBUG="1", SECRET_KEY="changeme")
+    assert result.returncode == 0, result.stderr
 
 
 def _run_with_settings(tmp_path, code: str, **env) -> subprocess.CompletedProcess:
@@ -94,7 +120,7 @@ def test_static_files_are_served_with_debug_off_without_collectstatic(tmp_path):
     code = ("from django.test import Client; c = Client(); "
             "print(*[c.get(p, secure=True).status_code for p in "
             "('/static/router/charts.js', '/static/vendor/pico/pico.min.css', '/static/nothing-here.js')])")
-    result = _run_with_settings(tmp_path, code, DEBUG="0", SECRET_KEY="s" * 50, ALLOWED_HOSTS="testserver")
+    result = _run_with_settings(tmp_path, code, DEBUG="0", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="testserver")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["200", "200", "404"]
     assert not any((tmp_path / "var" / "staticfiles").iterdir())

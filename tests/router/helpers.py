@@ -74,3 +74,10 @@ def offline_evidence(route_obj: Route, target: Target, variant: str = "default",
 
     return (run(target.pk, variant, score),
             run(route_obj.baseline_id, route_obj.baseline_variant, baseline_score))
+
+
+def passing_eval(route_obj: Route, target: Target, variant: str = "default", score: float = 1.0) -> EvalRun:
+    """A finished offline eval of (route, target, variant) that passes the thresholds, as
+    eval_run_execute leaves one: what a baseline needs (router.services.evidence.baseline_evidence)."""
+    return EvalRun.objects.create(route=route_obj, target=target, variant=variant, status=EvalRun.Status.DONE,
+                                  total=3, completed=3, passed=3, score=score, finished_at=timezone.now())

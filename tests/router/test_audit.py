@@ -28,14 +28,18 @@ def test_baseline_change_records_who_when_before_and_after(cast):
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     started = timezone.now()
     response = client_for(cast.superuser).post("/router/routes/agent/baseline/",
-                                               {"baseline": haiku.pk, "baseline_variant": "concise"})
+                                               {"baseline": haiku.pk, "baseline_variant": "concise",
+                                                "override_reason": "No eval set for the agent yet."})
     assert response.status_code == 302
     event = AuditEvent.objects.get()
     assert (event.actor, event.action, event.object_type, event.object_id) == (
         cast.superuser, "route.baseline_set", "route", str(agent.pk))
     assert event.created_at >= started
-    assert event.before == {"baseline": old_baseline, "baseline_variant": "default"}
-    assert event.after == {"baseline": haiku.pk, "baseline_variant": "concise"}
+    assert event.before == {"baseline": old_baseline, "baseline_variant": "default", "baseline_override_reason": "",
+                            "baseline_override_by": None}
+    assert event.after == {"baseline": haiku.pk, "baseline_variant": "concise",
+                           "baseline_override_reason": "No eval set for the agent yet.",
+                           "baseline_override_by": cast.superuser.pk}
     assert routing.assign("agent").target.name == haiku.name
     # The route page shows the change to superusers.
     page = client_for(cast.superuser).get("/router/routes/agent/").content.decode()

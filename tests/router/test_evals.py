@@ -138,6 +138,7 @@ def test_eval_against_an_openai_compatible_target_sends_the_stored_request(monke
 
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", fake.base_url)  # the host the key is bound to
         fake.default("POST", PATH, model)
         target = cheap_target(base_url=fake.base_url)
         route = Route.objects.get(name="validator")
@@ -306,6 +307,7 @@ def test_an_eval_run_out_of_provider_budget_stops_and_resumes_without_repeating(
     settings.CACHE_KEY_PREFIX = f"eval-budget-{uuid.uuid4().hex[:8]}"
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", fake.base_url)  # the host the key is bound to
         fake.default("POST", PATH, model)
         target = cheap_target(base_url=fake.base_url)
         settings.ROUTER_PROVIDER_BUDGETS = {target.host.name: {"rpm": 5, "tpm": 10_000_000}}

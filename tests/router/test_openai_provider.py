@@ -25,6 +25,7 @@ TOOLS = [{
 def atlas(monkeypatch, db):
     with FakeChatCompletions() as fake, override_settings(MODEL_OFFLINE=False):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", fake.base_url)  # the host the key is bound to
         target = cheap_target(base_url=fake.base_url)
         route = Route.objects.get(name="agent")
         route.baseline = target

@@ -157,7 +157,8 @@ def test_baseline_change_is_refused_during_a_rollout(cast, rollout):
     response = client.post("/router/routes/email.draft/baseline/", {"baseline": haiku.pk, "baseline_variant": "default"})
     assert response.status_code == 409
     assert Route.objects.get(name="email.draft").baseline.name == "claude-sonnet-4-6-anthropic"
-    client.post("/router/routes/agent/baseline/", {"baseline": haiku.pk, "baseline_variant": "default"})
+    client.post("/router/routes/agent/baseline/", {"baseline": haiku.pk, "baseline_variant": "default",
+                                                   "override_reason": "The agent route has no eval set yet."})
     assert Route.objects.get(name="agent").baseline == haiku
 
 

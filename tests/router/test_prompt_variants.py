@@ -27,7 +27,7 @@ from tests.validator.helpers import RECORDER, task_with
 from validator import prompts as validator_prompts
 from validator import services as validator_services
 
-from .helpers import cheap_target, offline_evidence, route
+from .helpers import cheap_target, offline_evidence, passing_eval, route
 
 pytestmark = pytest.mark.django_db
 JUSTIFICATION = 'The user asked: "Send an email to jane@initech.test saying the contract is signed."'
@@ -56,7 +56,9 @@ def sent(offline_rule):
 def _serve(route_name: str, variant: str, actor) -> None:
     """Serve the route's baseline with `variant` (the routing path every call takes)."""
     r = route(route_name)
-    services.route_baseline_set(route=r, baseline=r.baseline, baseline_variant=variant, actor=actor)
+    passing_eval(r, r.baseline, variant)  # a baseline moves on evidence (issue 29)
+    services.route_baseline_set(route=r, baseline=r.baseline, baseline_variant=variant, actor=actor,
+                                override_reason="" if evals.has_eval_set(route_name) else "No eval set for this route.")
 
 
 def _assert_sent_and_recorded(route_name, seen, calls_before, variant, expected_text):

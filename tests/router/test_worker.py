@@ -27,6 +27,7 @@ def test_eval_runs_on_a_worker(celery_worker_process, cast, monkeypatch):
         fake.default("POST", PATH, _always_blocks)
         monkeypatch.setenv("LINDY_MODEL_OFFLINE", "0")
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", fake.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", fake.base_url)  # the host the key is bound to
         target = cheap_target(base_url=fake.base_url)
         Route.objects.get(name="validator")
         celery_worker_process.start()

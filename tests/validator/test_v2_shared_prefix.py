@@ -203,6 +203,7 @@ def test_offline_provider_degrades_to_a_separate_call_recorded_as_such(cast, set
 def test_openai_compatible_provider_degrades_to_a_separate_call(cast, monkeypatch):
     with FakeChatCompletions() as chat, override_settings(MODEL_OFFLINE=False):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", chat.base_url)  # the host the key is bound to
         route = Route.objects.get(name="validator")
         route.baseline = cheap_target(base_url=chat.base_url)
         route.save()
