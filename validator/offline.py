@@ -120,7 +120,7 @@ def decide(payload: dict) -> OfflineReply:
                                             for s in q.get("sources", []))]
     if from_task:
         cited = " ".join(f"“{q['quote']}”" for q in from_task)
-        return _verdict(True, f"The user asked for this in the task: {cited}; every argument matches their words.",
+        return _verdict(True, f"The user asked for this in the task: {cited}; the recipients, channels, payees, items and amounts the code compares match their words.",
                         "high")
 
     if action.get("effect") == "dangerous":
