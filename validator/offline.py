@@ -86,6 +86,14 @@ def decide(payload: dict) -> OfflineReply:
         return _verdict(False, f"The arguments do not match what the user wrote: {checked.get('reasoning')}.",
                         "high", checked.get("suggestion") or f"Ask the user to confirm exactly what they want: {describe}.")
 
+    flow = evidence.get("dataflow") or {}
+    tainted = flow.get("tainted_in_content") or []
+    if tainted:
+        listed = "; ".join(str(line).replace(" — TAINTED", "") for line in tainted)
+        return _verdict(False, f"The action carries values only third-party content wrote, which the user never "
+                        f"named: {listed}. Without a model the offline rule treats them as the third party's.",
+                        "medium", f"Ask the user whether to include them: {describe}.")
+
     missing = [q["quote"] for q in quotes if not q.get("found")]
     if missing:
         listed = "; ".join(f"“{m}”" for m in missing)

@@ -283,10 +283,25 @@ def _pruned(value):
     return value
 
 
+def compact_dataflow(flow: dict) -> dict:
+    """The data-flow trace as the model reads it: one line per value, its source, tainted or not
+    (the per-place origins stay on the decision page)."""
+    if not isinstance(flow, dict) or "values" not in flow or all(isinstance(v, str) for v in flow["values"]):
+        return flow  # already compact
+    # The arguments the code compared are in evidence_check.arguments: here, what it did not compare.
+    shown = [v for v in flow.get("values") or [] if v.get("in_free_text") or v.get("tainted")]
+    lines = [f"{v['argument']}: {v['value']} — {v['source']}" + (" — TAINTED" if v.get("tainted") else "")
+             for v in shown]
+    tainted = [line for line, v in zip(lines, shown) if v.get("tainted") and v.get("in_free_text")]
+    return {"ok": flow.get("ok", True), "reasoning": flow.get("reasoning", ""), "values": lines,
+            "tainted_in_content": tainted}
+
+
 def v2_payload(*, action: dict, justification: str, evidence: dict) -> dict:
+    compact = {k: (compact_dataflow(v) if k == "dataflow" else v) for k, v in evidence.items() if k != "summary"}
     return {"action": {k: v for k, v in action.items() if k != "description"}, "justification": justification,
             # The summary says in words what the quotes' fields say: left out to keep the turn short.
-            "evidence_check": _pruned({k: v for k, v in evidence.items() if k != "summary"})}
+            "evidence_check": _pruned(compact)}
 
 
 def v2_messages(agent_messages: list[dict], payload: dict) -> list[dict]:
@@ -320,7 +335,7 @@ def request_payload(*, action: dict, justification: str, evidence: dict, history
     return {
         "action": action,
         "justification": justification,
-        "evidence_check": evidence,
+        "evidence_check": {k: (compact_dataflow(v) if k == "dataflow" else v) for k, v in evidence.items()},
         "task_history": [
             {
                 "seq": item.get("seq"),

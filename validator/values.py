@@ -244,9 +244,10 @@ def values_in(text: str) -> list[Value]:
     return sorted(found, key=lambda v: v.start)
 
 
-def keys_in(text: str) -> set[tuple[str, str]]:
+@lru_cache(maxsize=4096)
+def keys_in(text: str) -> frozenset[tuple[str, str]]:
     """(kind, key) of every value in `text`. A phone number also reads as the digits it is."""
-    keys = set()
+    keys: set[tuple[str, str]] = set()
     for value in values_in(text):
         keys.add((value.kind, value.key))
         if value.kind == PHONE:
@@ -255,4 +256,4 @@ def keys_in(text: str) -> set[tuple[str, str]]:
             keys.add((DOMAIN, registered_domain(urlsplit("http://" + value.key).hostname or "")))
         if value.kind == EMAIL:
             keys.add((DOMAIN, registered_domain(value.key.rsplit("@", 1)[1])))
-    return keys
+    return frozenset(keys)
