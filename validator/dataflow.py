@@ -189,4 +189,8 @@ def trace(tool: str, arguments: dict, history: list[dict], documents=(), own_add
                 continue
             seen.add((value.kind, value.key))
             traced.append(Traced(name, value.kind, value.text, True, _value_origins(value, texts)))
-    return DataFlow(tool=tool, leaves_data=spec.leaves_data, traced=traced)
+    # Mail to the user's own address alone does not leave their hands: its values are marked, not blocked.
+    recipients = [t for t in traced if t.kind == registry.RECIPIENT]
+    own = values.email_key(own_address)
+    to_self = bool(recipients) and bool(own) and all(values.email_key(t.value) == own for t in recipients)
+    return DataFlow(tool=tool, leaves_data=spec.leaves_data and not to_self, traced=traced)

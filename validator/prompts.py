@@ -292,7 +292,9 @@ def compact_dataflow(flow: dict) -> dict:
     shown = [v for v in flow.get("values") or [] if v.get("in_free_text") or v.get("tainted")]
     lines = [f"{v['argument']}: {v['value']} — {v['source']}" + (" — TAINTED" if v.get("tainted") else "")
              for v in shown]
-    tainted = [line for line, v in zip(lines, shown) if v.get("tainted") and v.get("in_free_text")]
+    # Links, addresses, phone and account numbers: what sends someone somewhere or money elsewhere.
+    tainted = [line for line, v in zip(lines, shown) if v.get("tainted") and v.get("in_free_text")
+               and v.get("kind") != "amount"]
     return {"ok": flow.get("ok", True), "reasoning": flow.get("reasoning", ""), "values": lines,
             "tainted_in_content": tainted}
 
