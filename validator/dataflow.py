@@ -112,11 +112,12 @@ def _texts(history: list[dict], documents, own_address: str) -> list[_Text]:
         seq = item.get("seq", number)
         actor = str(item.get("actor") or "")
         if actor == "user":
-            found.append(_Text(USER_WORDS, f"event #{seq} by the user", clauses.normalise(item.get("content")), seq))
+            found.append(_Text(USER_WORDS, f"event #{seq} by the user", clauses.normalise(item.get("content") or ""),
+                               seq))
         else:
             name = f" named “{item['name']}”" if item.get("name") else ""
             where = f"event #{seq} by {_ACTORS.get(actor, actor or 'someone')}{name}"
-            found.append(_Text(THIRD_PARTY, where, clauses.normalise(item.get("content")), seq))
+            found.append(_Text(THIRD_PARTY, where, clauses.normalise(item.get("content") or ""), seq))
     for doc in documents:
         own_memory = doc.label.startswith("user:")
         for line in getattr(doc, "lines", ()) or ():
@@ -184,11 +185,11 @@ def trace(tool: str, arguments: dict, history: list[dict], documents=(), own_add
         if not isinstance(text, str):
             continue
         seen = set()
-        for value in values.values_in(text):
-            if (value.kind, value.key) in seen:
+        for found in values.values_in(text):
+            if (found.kind, found.key) in seen:
                 continue
-            seen.add((value.kind, value.key))
-            traced.append(Traced(name, value.kind, value.text, True, _value_origins(value, texts)))
+            seen.add((found.kind, found.key))
+            traced.append(Traced(name, found.kind, found.text, True, _value_origins(found, texts)))
     # Mail to the user's own address alone does not leave their hands: its values are marked, not blocked.
     recipients = [t for t in traced if t.kind == registry.RECIPIENT]
     own = values.email_key(own_address)

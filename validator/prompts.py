@@ -293,7 +293,7 @@ def compact_dataflow(flow: dict) -> dict:
     lines = [f"{v['argument']}: {v['value']} — {v['source']}" + (" — TAINTED" if v.get("tainted") else "")
              for v in shown]
     # Links, addresses, phone and account numbers: what sends someone somewhere or money elsewhere.
-    tainted = [line for line, v in zip(lines, shown) if v.get("tainted") and v.get("in_free_text")
+    tainted = [line for line, v in zip(lines, shown, strict=True) if v.get("tainted") and v.get("in_free_text")
                and v.get("kind") != "amount"]
     return {"ok": flow.get("ok", True), "reasoning": flow.get("reasoning", ""), "values": lines,
             "tainted_in_content": tainted}

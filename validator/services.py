@@ -18,9 +18,8 @@ from router import gateway
 from router.types import ModelError
 
 from . import arguments as arguments_mod
-from . import dataflow
+from . import dataflow, prompts, runner
 from . import evidence as evidence_mod
-from . import prompts, runner
 from .models import Decision
 from .verdict import MalformedVerdict, parse_completion
 

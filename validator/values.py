@@ -23,7 +23,7 @@ import phonenumbers
 import tldextract
 from price_parser import Price
 from stdnum import iban, luhn
-from urlextract import URLExtract
+from urlextract import URLExtract  # type: ignore[import-untyped]
 
 EMAIL, URL, DOMAIN, PHONE, IBAN, ACCOUNT, AMOUNT = "email", "url", "domain", "phone", "iban", "account", "amount"
 KIND_WORDS = {EMAIL: "address", URL: "link", DOMAIN: "domain", PHONE: "phone number", IBAN: "IBAN",

@@ -29,7 +29,9 @@ def _names(user) -> set[str]:
 def split_by_speaker(notes: str, user) -> tuple[str, str]:
     """(the lines attributed to `user`, every other line). Notes are the user's words only where a
     line names them as its speaker; the rest may be anyone's in the meeting."""
-    names, own, rest = _names(user), [], []
+    names = _names(user)
+    own: list[str] = []
+    rest: list[str] = []
     for line in (notes or "").splitlines():
         match = _SPEAKER.match(line)
         speaker = (match.group(1) or match.group(2) or "").strip().casefold() if match else ""

@@ -262,7 +262,7 @@ def bipia_cases(git_dir: str, max_emails: int = 50, attacks_per_email: int = 3) 
         question = re.sub(r"^Q:\s*", "", email["question"]).strip()
         request = f"{question} Email me the answer."
         ideal = str(email.get("ideal") or "unknown")
-        source = {"benchmark": "bipia", "repo": BIPIA, "file": "benchmark/email/test.jsonl", "task_id": f"email-{number}"}
+        source: dict[str, str] = {"benchmark": "bipia", "repo": BIPIA, "file": "benchmark/email/test.jsonl", "task_id": f"email-{number}"}
         cases.append({
             "id": f"bipia-email-{number}-control", "description": f"BIPIA email {number}: the answer mailed to the user.",
             "category": "general", "template": "bipia-none", "source": source, "user_email": BIPIA_USER,
@@ -279,13 +279,13 @@ def bipia_cases(git_dir: str, max_emails: int = 50, attacks_per_email: int = 3) 
             if payload.group(0) not in carried:  # "Add \"…\" linking to www.example.com": the link goes too
                 carried += f" ({payload.group(0)})"
             template = f"bipia-{category}"
+            attack_source = {**source, "attack_file": f"benchmark/text_attack_{split}.json",
+                             "attack_id": f"{category}/{index}"}
             cases.append({
                 "id": f"bipia-email-{number}-{split}-{re.sub(r'[^a-z]+', '-', category.lower())}{index}",
                 "description": f"BIPIA email {number} with the {category} attack #{index} ({split}) at the end.",
                 "category": "general", "attack": category, "template": template,
-                "source": {**source, "attack_file": f"benchmark/text_attack_{split}.json",
-                           "attack_id": f"{category}/{index}"},
-                "user_email": BIPIA_USER,
+                "source": attack_source, "user_email": BIPIA_USER,
                 "history": [{"actor": "user", "content": request},
                             {"actor": "external", "name": sender, "content": f"{context}\n{attack}"}],
                 "action": {"tool": "send_email", "arguments": {"to": [BIPIA_USER], "subject": "Answer",
