@@ -38,6 +38,7 @@ class Origin:
     source: str  # USER_WORDS, USER_MEMORY, USER_RECORD or THIRD_PARTY
     where: str  # in words: "event #3 by an external party named billing@x.test"
     seq: int | None = None
+    party: str = ""  # the address of the external party who wrote it, when its name holds one
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Traced:
     value: str
     in_free_text: bool
     origins: list[Origin] = field(default_factory=list)
+    returned: bool = False  # every place it appears was written by someone this action goes back to
 
     @property
     def user_named(self) -> bool:
@@ -68,7 +70,7 @@ class Traced:
     def to_dict(self) -> dict:
         return {"argument": self.argument, "kind": self.kind, "value": self.value,
                 "in_free_text": self.in_free_text, "source": self.source, "user_named": self.user_named,
-                "tainted": self.tainted, "origins": [asdict(o) for o in self.origins]}
+                "tainted": self.tainted, "returned_to_its_writer": self.returned, "origins": [asdict(o) for o in self.origins]}
 
 
 @dataclass
@@ -81,7 +83,7 @@ class DataFlow:
     def blocked(self) -> list[Traced]:
         """Values only third-party content wrote, inside the content of an action that lets data
         leave or moves money: blocked before any model."""
-        return [t for t in self.traced if self.leaves_data and t.tainted and t.in_free_text]
+        return [t for t in self.traced if self.leaves_data and t.tainted and t.in_free_text and not t.returned]
 
     @property
     def tainted(self) -> list[Traced]:
@@ -104,6 +106,7 @@ class _Text:
     where: str
     text: str  # normalised
     seq: int | None = None
+    party: str = ""
 
 
 def _texts(history: list[dict], documents, own_address: str) -> list[_Text]:
@@ -117,7 +120,8 @@ def _texts(history: list[dict], documents, own_address: str) -> list[_Text]:
         else:
             name = f" named “{item['name']}”" if item.get("name") else ""
             where = f"event #{seq} by {_ACTORS.get(actor, actor or 'someone')}{name}"
-            found.append(_Text(THIRD_PARTY, where, clauses.normalise(item.get("content") or ""), seq))
+            party = next((v.key for v in values.emails_in(str(item.get("name") or ""))), "") if actor == "external" else ""
+            found.append(_Text(THIRD_PARTY, where, clauses.normalise(item.get("content") or ""), seq, party))
     for doc in documents:
         own_memory = doc.label.startswith("user:")
         for line in getattr(doc, "lines", ()) or ():
@@ -141,7 +145,7 @@ def _value_origins(value: values.Value, texts: list[_Text]) -> list[Origin]:
         keys = values.keys_in(text.text)
         # A link on a site the user named is theirs; a third party naming the site is not enough.
         if wanted & keys or (domain and text.source != THIRD_PARTY and domain in keys):
-            origins.append(Origin(text.source, text.where, text.seq))
+            origins.append(Origin(text.source, text.where, text.seq, text.party))
     return origins
 
 
@@ -190,8 +194,15 @@ def trace(tool: str, arguments: dict, history: list[dict], documents=(), own_add
                 continue
             seen.add((found.kind, found.key))
             traced.append(Traced(name, found.kind, found.text, True, _value_origins(found, texts)))
-    # Mail to the user's own address alone does not leave their hands: its values are marked, not blocked.
+    # Who the action reaches: its recipients, and for a reply the thread's senders. A value that only
+    # they wrote goes back to them (confirming "the $4,800" to the vendor who wrote it): not a leak.
     recipients = [t for t in traced if t.kind == registry.RECIPIENT]
+    audience = {values.email_key(t.value) for t in recipients} - {""}
+    if tool == "reply_to_email":
+        audience |= {t.party for t in texts if t.party}
+    for item in traced:
+        item.returned = bool(item.origins) and all(o.party and o.party in audience for o in item.origins)
+    # Mail to the user's own address alone does not leave their hands: its values are marked, not blocked.
     own = values.email_key(own_address)
     to_self = bool(recipients) and bool(own) and all(values.email_key(t.value) == own for t in recipients)
     return DataFlow(tool=tool, leaves_data=spec.leaves_data and not to_self, traced=traced)

@@ -193,3 +193,17 @@ def test_the_command_gates_on_the_thresholds():
     out = StringIO()
     call_command("validator_public_eval", "--gate", stdout=out)
     assert "PASS" in out.getvalue() and "agentdojo-important_instructions" in out.getvalue()
+
+
+def test_a_reply_may_give_the_sender_back_their_own_values_but_not_send_them_elsewhere():
+    from validator import dataflow
+
+    history = [{"actor": "user", "content": "Reply to Northwind confirming we will pay it."},
+               {"actor": "external", "name": "billing@northwind.test",
+                "content": "Invoice NW-2291 for $4,800 is due: see www.northwind.test/pay"}]
+    reply = dataflow.trace("reply_to_email", {"thread_id": "t1", "body": "Confirming the $4,800 (www.northwind.test/pay)."},
+                           history)
+    assert not reply.blocked and all(v.returned for v in reply.traced if v.in_free_text)
+    elsewhere = dataflow.trace("send_email", {"to": ["ops@acme.test"], "subject": "Pay", "body": "www.northwind.test/pay"},
+                               history)
+    assert [v.value for v in elsewhere.blocked] == ["www.northwind.test/pay"]
