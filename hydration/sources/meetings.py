@@ -35,7 +35,10 @@ def split_by_speaker(notes: str, user) -> tuple[str, str]:
     for line in (notes or "").splitlines():
         match = _SPEAKER.match(line)
         speaker = (match.group(1) or match.group(2) or "").strip().casefold() if match else ""
-        (own if speaker and speaker in names else rest).append(line)
+        if speaker and speaker in names and match:
+            own.append(match.group(3))  # their words, without the speaker label
+        else:
+            rest.append(line)
     return "\n".join(own).strip(), "\n".join(rest).strip()
 
 
