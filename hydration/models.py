@@ -150,6 +150,8 @@ class Item(models.Model):
         TEAMMATE = "teammate", "A teammate"
         EXTERNAL = "external", "Someone outside the team"
         MIXED = "mixed", "Several people"
+        # Mail the assistant sent for the user (its execution header): model-written, never the user's hand.
+        ASSISTANT = "assistant", "The assistant"
 
     filesystem = models.ForeignKey("memory.FileSystem", on_delete=models.CASCADE, related_name="hydration_items")
     source = models.CharField(max_length=20, choices=SourceKind.choices)

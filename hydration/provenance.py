@@ -37,6 +37,8 @@ def is_owners(item) -> bool:
 
 
 def _who(item) -> tuple[str, str]:
+    if item.author_kind == AuthorKind.ASSISTANT:
+        return "The assistant", "for the user"
     # A blank author kind (not known to be a teammate) is named as external.
     return item.author_name or display_name(item.author), _RELATION.get(item.author_kind, "external")
 

@@ -57,6 +57,24 @@ ITEM_ID = "item_id"  # the message or event acted on (delete vs archive)
 THREAD_ID = "thread_id"  # the thread replied to (its participants may be cc'd)
 ROLES = frozenset({RECIPIENT, CHANNEL, PAYEE, INVOICE_ID, AMOUNT, CURRENCY, ITEM_ID, THREAD_ID})
 
+# The kind of thing a tool acts on. A user's clause authorizes a verb on the kind it names: "delete
+# the file" does not authorize deleting an email. The nouns are how people name each kind.
+EMAIL_MESSAGE = "email message"
+FILE = "file"
+CALENDAR_EVENT = "calendar event"
+CHANNEL_MESSAGE = "channel message"
+PAYMENT = "payment"
+KIND_NOUNS = {
+    EMAIL_MESSAGE: ("email", "emails", "e-mail", "e-mails", "mail", "mails", "message", "messages", "inbox", "thread",
+                    "newsletter", "newsletters", "reply", "gmail"),
+    FILE: ("file", "files", "document", "documents", "doc", "docs", "attachment", "attachments", "pdf", "spreadsheet",
+           "folder", "drive", "deck", "slides", "csv", "sheet"),
+    CALENDAR_EVENT: ("event", "events", "meeting", "meetings", "calendar", "appointment", "appointments", "invite",
+                     "invitation", "call", "sync", "standup", "1:1", "reservation", "booking"),
+    CHANNEL_MESSAGE: ("slack", "channel", "post", "posts"),
+    PAYMENT: ("invoice", "invoices", "bill", "bills", "payment", "payments"),
+}
+
 _STR = {"type": "string"}
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
@@ -75,6 +93,10 @@ class Tool:
     may_be_empty: frozenset = frozenset()
     # Argument name -> role (see ROLES): which arguments the validator checks against the user's words.
     roles: Mapping[str, str] = field(default_factory=dict)
+    # The kind of thing it acts on (KIND_NOUNS), and whether what it sends leaves the user's hands
+    # (mail, posts, shares) or moves money: there a value only third-party text wrote is blocked.
+    acts_on: str = ""
+    leaves_data: bool = False
 
     @property
     def validated(self) -> bool:
@@ -102,7 +124,7 @@ TOOLS: dict[str, Tool] = {
         Tool("draft_email", "Save an email draft for the user to review. Nothing is sent.", NONE,
              _schema({"to": _STR_LIST, "subject": _STR, "body": _STR}, ["to", "subject", "body"])),
         Tool("archive_email", "Archive an email (it stays recoverable).", NONE,
-             _schema({"message_id": _STR}, ["message_id"])),
+             _schema({"message_id": _STR}, ["message_id"]), acts_on=EMAIL_MESSAGE),
         # Exempt: only the user is reached.
         Tool("reply_to_user", "Reply to the user in the conversation they wrote from (Slack DM, iMessage 1:1).",
              USER_ONLY, _schema({"body": _STR}, ["body"])),
@@ -112,50 +134,53 @@ TOOLS: dict[str, Tool] = {
         Tool("send_email", "Send a new email.", THIRD_PARTY,
              _schema({"to": _STR_LIST, "cc": _STR_LIST, "bcc": _STR_LIST, "subject": _STR, "body": _STR},
                      ["to", "subject", "body"]),
-             roles={"to": RECIPIENT, "cc": RECIPIENT, "bcc": RECIPIENT}),
+             roles={"to": RECIPIENT, "cc": RECIPIENT, "bcc": RECIPIENT}, acts_on=EMAIL_MESSAGE, leaves_data=True),
         Tool("reply_to_email", "Reply to an email thread (cc only people the user named or already in the thread).",
              THIRD_PARTY, _schema({"thread_id": _STR, "body": _STR, "cc": _STR_LIST}, ["thread_id", "body"]),
-             roles={"thread_id": THREAD_ID, "cc": RECIPIENT}),
+             roles={"thread_id": THREAD_ID, "cc": RECIPIENT}, acts_on=EMAIL_MESSAGE, leaves_data=True),
         Tool("forward_email", "Forward an email to other people, the original attached with its attachments.",
              THIRD_PARTY,
              _schema({"message_id": _STR, "to": _STR_LIST, "note": _STR}, ["message_id", "to"]),
-             roles={"message_id": ITEM_ID, "to": RECIPIENT}),
+             roles={"message_id": ITEM_ID, "to": RECIPIENT}, acts_on=EMAIL_MESSAGE, leaves_data=True),
         Tool("create_calendar_event", "Create a calendar event; attendees other than the user get invited. "
              "An event with no attendees but the user (an empty list) reaches no one and is not validated.",
              THIRD_PARTY, _schema({"title": _STR, "start": _STR, "end": _STR, "attendees": _STR_LIST},
                                   ["title", "start", "end", "attendees"]), may_be_empty=frozenset({"attendees"}),
-             roles={"attendees": RECIPIENT}),
+             roles={"attendees": RECIPIENT}, acts_on=CALENDAR_EVENT),
         Tool("send_calendar_invite", "Invite people to an existing calendar event.", THIRD_PARTY,
              _schema({"event_id": _STR, "attendees": _STR_LIST}, ["event_id", "attendees"]),
-             roles={"attendees": RECIPIENT}),
+             roles={"attendees": RECIPIENT}, acts_on=CALENDAR_EVENT),
         # Every attendee added or removed is a recipient the user must have named; a change of
         # time, title or place alone reaches only people already invited.
         Tool("update_calendar_event", "Change an existing calendar event: its time, title, place, or who is "
              "invited. Only the fields given change; attendees are notified. List each attendee you add or remove.",
              THIRD_PARTY, _schema({"event_id": _STR, "title": _STR, "start": _STR, "end": _STR, "location": _STR,
                                    "add_attendees": _STR_LIST, "remove_attendees": _STR_LIST}, ["event_id"]),
-             roles={"add_attendees": RECIPIENT, "remove_attendees": RECIPIENT}),
+             roles={"add_attendees": RECIPIENT, "remove_attendees": RECIPIENT}, acts_on=CALENDAR_EVENT),
         Tool("post_slack_message", "Post a message in a Slack channel.", THIRD_PARTY,
-             _schema({"channel": _STR, "text": _STR}, ["channel", "text"]), roles={"channel": CHANNEL}),
+             _schema({"channel": _STR, "text": _STR}, ["channel", "text"]), roles={"channel": CHANNEL},
+             acts_on=CHANNEL_MESSAGE, leaves_data=True),
         # Destructive.
         Tool("delete_email", "Delete an email (moved to the trash; Gmail erases it after 30 days).", DESTRUCTIVE,
-             _schema({"message_id": _STR}, ["message_id"]), roles={"message_id": ITEM_ID}),
+             _schema({"message_id": _STR}, ["message_id"]), roles={"message_id": ITEM_ID}, acts_on=EMAIL_MESSAGE),
         Tool("delete_calendar_event", "Delete a calendar event (attendees are notified).", DESTRUCTIVE,
-             _schema({"event_id": _STR}, ["event_id"]), roles={"event_id": ITEM_ID}),
+             _schema({"event_id": _STR}, ["event_id"]), roles={"event_id": ITEM_ID}, acts_on=CALENDAR_EVENT),
         # Everyone told of the cancellation is a recipient: the call must list every attendee
         # (the executor refuses when the event has one the list leaves out).
         Tool("cancel_calendar_event", "Cancel a calendar event and send its attendees a note saying why. "
              "List every attendee of the event (they all receive the cancellation and the note).", DESTRUCTIVE,
              _schema({"event_id": _STR, "note": _STR, "attendees": _STR_LIST}, ["event_id", "note", "attendees"]),
-             may_be_empty=frozenset({"attendees"}), roles={"event_id": ITEM_ID, "attendees": RECIPIENT}),
+             may_be_empty=frozenset({"attendees"}), roles={"event_id": ITEM_ID, "attendees": RECIPIENT},
+             acts_on=CALENDAR_EVENT),
         # Dangerous.
         Tool("pay_invoice", "Pay an invoice from the company account.", DANGEROUS,
              _schema({"invoice_id": _STR, "payee": _STR, "amount": {"type": "number"}, "currency": _STR},
                      ["invoice_id", "payee", "amount", "currency"]),
-             roles={"invoice_id": INVOICE_ID, "payee": PAYEE, "amount": AMOUNT, "currency": CURRENCY}),
+             roles={"invoice_id": INVOICE_ID, "payee": PAYEE, "amount": AMOUNT, "currency": CURRENCY},
+             acts_on=PAYMENT, leaves_data=True),
         Tool("share_file_externally", "Share a file with someone outside the team.", DANGEROUS,
              _schema({"file_id": _STR, "recipient": _STR}, ["file_id", "recipient"]),
-             roles={"recipient": RECIPIENT}),
+             roles={"file_id": ITEM_ID, "recipient": RECIPIENT}, acts_on=FILE, leaves_data=True),
     ]
 }
 

@@ -17,26 +17,10 @@ from decimal import Decimal, InvalidOperation
 
 from lindy import tool_registry as registry
 
-from . import clauses, negation
+from . import clauses, negation, values
 
-EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
 DELETE_WORDS = re.compile(r"(?<![\w-])(delete|remove|trash|erase|get rid of)(?![\w-])")
 ARCHIVE_WORDS = re.compile(r"(?<![\w-])archiv\w*")
-
-# Unambiguous money only: a symbol or an ISO code or a currency word next to the number.
-# "5k", "1.200,50" and a bare "480" are not read as an authorized amount.
-SYMBOLS = {"$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "chf": "CHF"}
-CODES = ("usd", "eur", "gbp", "chf", "cad", "aud", "jpy")
-WORDS = {"dollars": "USD", "dollar": "USD", "euros": "EUR", "euro": "EUR", "pounds": "GBP"}
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_END = r"(?!\w|[.,]\d)"  # not "5k", not the "1.200" of "1.200,50"
-_SYMBOL = "|".join(re.escape(s) for s in sorted(SYMBOLS, key=len, reverse=True))
-_CODE = "|".join(CODES)
-_WORD = "|".join(sorted(WORDS, key=len, reverse=True))
-AMOUNTS = re.compile(
-    rf"(?<!\w)(?:(?P<sym>{_SYMBOL}|{_CODE})\s?(?P<n1>{_NUM}){_END}"
-    rf"|(?P<n2>{_NUM}){_END}\s?(?P<code>{_CODE}|{_WORD})(?!\w))"
-)
 
 
 @dataclass(frozen=True)
@@ -47,16 +31,12 @@ class Money:
 
 def amounts_in(text: str) -> list[Money]:
     """The amounts with a currency in normalised text: "$480", "480 usd", "€1,200.50", "eur 90"."""
-    found = []
-    for match in AMOUNTS.finditer(text):
-        number = (match.group("n1") or match.group("n2")).replace(",", "")
-        unit = match.group("sym") or match.group("code")
-        currency = SYMBOLS.get(unit) or WORDS.get(unit) or unit.upper()
-        try:
-            found.append(Money(Decimal(number), currency))
-        except InvalidOperation:
-            continue
-    return found
+    return [Money(m.amount, m.currency) for m in values.money_in(text)]
+
+
+def addresses_in(text: str) -> set[str]:
+    """Every email address written in `text`, as values (quotes, brackets, mailto: off)."""
+    return {v.key for v in values.emails_in(text)}
 
 
 @dataclass
@@ -70,7 +50,7 @@ class Authorization:
     own_address: str = ""
 
     def addresses(self) -> set[str]:
-        found = {a for s in self.segments for a in EMAIL.findall(s)}
+        found = {a for s in self.segments for a in addresses_in(s)}
         return found | ({self.own_address} if self.own_address else set())
 
     def words(self, value: str) -> bool:
@@ -83,7 +63,7 @@ class Authorization:
         """The cue, when the user's latest mention of `value` negates it ("Pay INV-7 … Actually,
         don't pay INV-7"): their latest word wins. "" otherwise."""
         mentions = [cue for s, cue in self.ordered
-                    if (value in EMAIL.findall(s) if address else clauses.word_spans(value, s))]
+                    if (value in addresses_in(s) if address else clauses.word_spans(value, s))]
         return mentions[-1] if mentions else ""
 
 
@@ -98,7 +78,7 @@ def user_texts(history: list[dict], documents) -> list[str]:
 
 
 def authorization(history: list[dict], documents=(), own_address: str = "", tool: str = "") -> Authorization:
-    auth = Authorization(own_address=clauses.normalise(own_address))
+    auth = Authorization(own_address=values.email_key(own_address) or clauses.normalise(own_address))
     for text in user_texts(history, documents):
         normalised = clauses.normalise(text)
         for segment in clauses.segments(normalised):
@@ -110,7 +90,7 @@ def authorization(history: list[dict], documents=(), own_address: str = "", tool
                 auth.negated.append((segment.text, cue.cue))
     for item in history:
         if item.get("actor") == "external":
-            auth.participants |= set(EMAIL.findall(clauses.normalise(item.get("name") or "")))
+            auth.participants |= addresses_in(clauses.normalise(item.get("name") or ""))
     return auth
 
 
@@ -141,7 +121,8 @@ class ArgumentCheck:
 
     @property
     def suggestion(self) -> str:
-        archive = next((r for r in self.failures if r.role == registry.ITEM_ID), None)
+        archive = next((r for r in self.failures if r.role == registry.ITEM_ID and "asked to archive" in r.reason),
+                       None)
         if archive is not None:
             return f"Archive {archive.value} instead: the user asked to archive it, not to delete it."
         return ""
@@ -180,14 +161,18 @@ _DISPLAY_NAME = re.compile(r"^[^<>]*<([^<>]+@[^<>]+)>$")
 
 def _recipient(argument: str, value: str, auth: Authorization, tool: str) -> ArgumentResult:
     # "Jane Park <jane@initech.test>": the address is what receives it; the name is decoration.
+    # Quotes, brackets, trailing punctuation and mailto: are wrapping, not part of it.
     named = _DISPLAY_NAME.match(value.strip())
-    address = named.group(1) if named else value
-    normalised = clauses.normalise(address)
+    address = named.group(1) if named else values.clean(value)
+    key = values.email_key(address)
+    normalised = key or clauses.normalise(address)
     result = ArgumentResult(argument, registry.RECIPIENT, value, ok=False)
     if not normalised:
         result.reason = "an empty recipient"
     elif why := _lookalike(unicodedata.normalize("NFKC", address.strip())):
         result.reason = f"{value} is refused: {why}"
+    elif "@" in normalised and not key:
+        result.reason = f"{value} is not a valid email address"
     elif "@" in normalised:
         allowed = auth.addresses() | (auth.participants if tool == "reply_to_email" else set())
         result.ok = normalised in allowed
@@ -205,7 +190,7 @@ def _recipient(argument: str, value: str, auth: Authorization, tool: str) -> Arg
 
 def _named(argument: str, role: str, value: str, auth: Authorization) -> ArgumentResult:
     """Payee, invoice id, channel: exactly the user's words, as whole words."""
-    normalised = clauses.normalise(value)
+    normalised = clauses.normalise(values.clean(value))
     result = ArgumentResult(argument, role, value, ok=False)
     if not normalised:
         result.reason = "empty: the user must name it"
@@ -215,7 +200,9 @@ def _named(argument: str, role: str, value: str, auth: Authorization) -> Argumen
         return result
     candidates = {normalised}
     if role == registry.CHANNEL:
-        candidates |= {"#" + normalised.lstrip("#")}
+        # "#general" and "general" are one channel, whichever the user wrote.
+        channel = values.channel_key(value)
+        candidates = {channel, "#" + channel}
     result.ok = any(auth.words(c) for c in candidates)
     if not result.ok:
         result.reason = _not_written(value, auth, "was never named by the user (as whole words)")
@@ -241,10 +228,10 @@ def _money(arguments: dict, roles: dict, auth: Authorization) -> list[ArgumentRe
         return [ArgumentResult(amount_arg, registry.AMOUNT, str(raw), False, "not a number")]
     if amount <= 0:
         return [ArgumentResult(amount_arg, registry.AMOUNT, str(raw), False, "must be more than zero")]
-    # The amounts said next to this invoice if any, else every amount the user wrote.
-    invoice = clauses.normalise(str(arguments.get(invoice_arg, ""))) if invoice_arg else ""
-    near = [m for s in auth.segments if invoice and clauses.word_spans(invoice, s) for m in amounts_in(s)]
-    said = near or [m for s in auth.segments for m in amounts_in(s)]
+    # Each amount belongs to the item written beside it: in "INV-7 for $480 and INV-8 for $5,000"
+    # INV-7 is limited by $480, whatever else the sentence says.
+    invoice = clauses.normalise(values.clean(str(arguments.get(invoice_arg, "")))) if invoice_arg else ""
+    said = amounts_for(invoice, auth.segments)
     value = f"{raw:g}" if isinstance(raw, float) else str(raw)
     if not said:
         return [ArgumentResult(amount_arg, registry.AMOUNT, value, False,
@@ -267,9 +254,127 @@ def _money(arguments: dict, roles: dict, auth: Authorization) -> list[ArgumentRe
     return results
 
 
-def _item(argument: str, value: str, tool: str, auth: Authorization) -> ArgumentResult:
-    """Deleting when the user said archive is a different action (archive is recoverable)."""
+# An item's reference: letters and digits in one token ("INV-7", "nw-2291", "msg_12").
+# (Not "Q3", nor "5pm": a letter prefix then a separator or two digits.)
+_ITEM_REF = re.compile(r"(?<![\w@./-])[a-z]+(?:[-_#]\d+|\d{2,})[\w-]*(?<![.-])", re.I)
+# Where one item's part of a sentence ends and the next one's starts.
+_ITEM_BREAK = re.compile(r",\s|;|\s(?:and|then|plus|also)\s")
+
+
+def _pieces(segment: str) -> list[str]:
+    return [p for p in _ITEM_BREAK.split(segment) if p.strip()]
+
+
+def _refs(piece: str, money) -> set[str]:
+    taken = [(m.start, m.end) for m in money]
+    return {m.group(0).casefold() for m in _ITEM_REF.finditer(piece)
+            if not any(s < m.end() and m.start() < e for s, e in taken)}
+
+
+def amounts_for(item: str, segments: list[str]) -> list[Money]:
+    """The amounts the user wrote for `item` (normalised): those in the part of a sentence that
+    names it and no other item; failing that, the amounts no other item claims."""
+    own, free = [], []
+    for segment in segments:
+        for piece in _pieces(segment):
+            money = values.money_in(piece)
+            if not money:
+                continue
+            refs = _refs(piece, money)
+            found = [Money(m.amount, m.currency) for m in money]
+            if item and refs == {item}:
+                own += found
+            elif not refs - ({item} if item else set()):
+                free += found
+    return own or free
+
+
+# What a read says about what it returned, beside the kind's own nouns ("Subject:", "Attendees:").
+_READ_HINTS = {
+    registry.EMAIL_MESSAGE: ("subject", "from", "sender", "to", "cc", "received"),
+    registry.CALENDAR_EVENT: ("start", "end", "attendees", "location"),
+    registry.FILE: ("filename", "size", "shared", "owner"),
+}
+_FILE_NAME = re.compile(r"(?<![\w@])[\w-]+\.(?:pdf|docx?|xlsx?|csv|pptx?|txt|md|zip|png|jpe?g|json)(?!\w)")
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[:1] in "aeiou" else "a ") + kind
+
+
+def names_kind(text: str, kind: str, *, hints: bool = False) -> bool:
+    """Whether normalised `text` names this kind of thing ("the email", "my meeting", "report.pdf")."""
+    words = registry.KIND_NOUNS.get(kind, ()) + (_READ_HINTS.get(kind, ()) if hints else ())
+    if any(clauses.word_spans(word, text) for word in words):
+        return True
+    return kind == registry.FILE and bool(_FILE_NAME.search(text))
+
+
+def kinds_named(text: str, *, hints: bool = False) -> set[str]:
+    return {kind for kind in registry.KIND_NOUNS if names_kind(text, kind, hints=hints)}
+
+
+def _verb_segments(tool: str, auth: Authorization) -> list[str]:
+    from .offline import VERBS  # the verbs that ask for each tool, one list for code and offline rule
+
+    verbs = VERBS.get(tool, ())
+    return [s for s in auth.segments if any(clauses.word_spans(v, s) for v in verbs)]
+
+
+def _wrong_object(value: str, tool: str, kind: str, auth: Authorization) -> str:
+    """Why the user's clause asks for this verb on another kind of thing ("the user asked to
+    delete a file, not an email message"), or ""."""
+    clauses_asking = _verb_segments(tool, auth)
+    key = clauses.normalise(value)
+    if not clauses_asking or any(names_kind(s, kind) or (key and clauses.word_spans(key, s)) for s in clauses_asking):
+        return ""
+    others = sorted(set().union(*(kinds_named(s) for s in clauses_asking)) - {kind})
+    if not others:
+        return ""
+    return (f"the user's words ask for it on {' or '.join(map(_a, others))}, not on {value} ({_a(kind)}): "
+            f"“{clauses_asking[0]}”")
+
+
+def _read_as(value: str, kind: str, history: list[dict]) -> tuple[bool, set[str]]:
+    """Whether a read in the task (a tool result, a message the agent was shown) returned `value`
+    as this kind of thing; and the other kinds it was returned as."""
+    key = clauses.normalise(value)
+    other: set[str] = set()
+    for item in history:
+        if item.get("actor") == "user":
+            continue
+        text = clauses.normalise(item.get("content") or "")
+        for start, _ in clauses.word_spans(key, text):
+            line = text[text.rfind("\n", 0, start) + 1:text.find("\n", start) % (len(text) + 1) or len(text)]
+            context = line + " " + clauses.normalise(item.get("name") or "")
+            if names_kind(context, kind, hints=True):
+                return True, set()
+            found = kinds_named(context, hints=True) or kinds_named(text)
+            if found == {kind}:
+                return True, set()
+            other |= found - {kind}
+    return False, other
+
+
+def _item(argument: str, value: str, tool: str, auth: Authorization, history: list[dict]) -> ArgumentResult:
+    """The thing acted on: one the user named, or one a read returned as the kind the tool acts on;
+    and deleting when the user said archive is a different action (archive is recoverable)."""
     result = ArgumentResult(argument, registry.ITEM_ID, value, ok=True)
+    kind = registry.get(tool).acts_on
+    cleaned = values.clean(value)
+    if not cleaned:
+        result.ok, result.reason = False, "empty: the user must name what it acts on"
+        return result
+    if kind and (why := _wrong_object(cleaned, tool, kind, auth)):
+        result.ok, result.reason = False, why
+        return result
+    if kind and not auth.words(clauses.normalise(cleaned)):
+        returned, other = _read_as(cleaned, kind, history)
+        if not returned:
+            result.ok = False
+            result.reason = (f"{value} was returned as {' or '.join(map(_a, sorted(other)))}, not {_a(kind)}"
+                             if other else f"{value} was never named by the user, nor returned by a read as {_a(kind)}")
+            return result
     if not tool.startswith("delete_"):
         return result
     said_archive = any(ARCHIVE_WORDS.search(s) for s in auth.segments) or any(
@@ -291,11 +396,11 @@ def check(tool: str, arguments: dict, history: list[dict], documents=(), own_add
             continue
         value = arguments.get(argument)
         if role == registry.RECIPIENT:
-            values = value if isinstance(value, list) else [value]
-            results += [_recipient(argument, str(v or ""), auth, tool) for v in values]
+            listed = value if isinstance(value, list) else [value]
+            results += [_recipient(argument, str(v or ""), auth, tool) for v in listed]
         elif role in (registry.PAYEE, registry.INVOICE_ID, registry.CHANNEL):
             results.append(_named(argument, role, str(value or ""), auth))
         elif role == registry.ITEM_ID:
-            results.append(_item(argument, str(value or ""), tool, auth))
+            results.append(_item(argument, str(value or ""), tool, auth, history))
     results += _money(arguments, roles, auth)
     return ArgumentCheck(results)

@@ -29,6 +29,28 @@ LEADING_COURTESY = (
 )
 TRAILING_COURTESY = ("please", "thanks", "thank you", "now", "asap", "right away", "for me")
 
+# Time words and adverbs around a request: "Please send it to Jane today", "Quickly post it by
+# Friday". They say when or how, not what, so a quote that leaves them out is still the request.
+TIME_WORDS = frozenset((
+    "today tomorrow tonight now soon later asap again too also first thing this next morning afternoon evening "
+    "night week weekend month quarter year by before after end of the day eod eow cob on at in a an as well "
+    "possible right away when you can get chance your convenience straight immediately minutes minute hour "
+    "hours noon midnight am pm monday tuesday wednesday thursday friday saturday sunday january february "
+    "march april may june july august september october november december please thanks thank kindly"
+).split())
+_NOT_ADVERBS = frozenset({"reply", "apply", "supply", "only", "family", "rely", "fly", "ally", "italy", "july"})
+_TIME_TOKEN = re.compile(r"\d{1,2}(?::\d{2})?(?:am|pm)?|\d{1,2}(?:st|nd|rd|th)|\w+ly")
+# A value wrapped in quotes, brackets or mailto:, and a channel's leading #: the wrapping is not the value.
+_WRAPPED_VALUE = re.compile(r"[\"'<(\[]*(?:mailto:)?([\w.+'-]+@[\w-]+(?:\.[\w-]+)+)[\"'>)\]]*(?=[\s.,;:!?]|$)"
+                            r"|(?<![\w&])#(?=[a-z][\w-]*)")
+
+
+def unwrap_values(text: str) -> str:
+    """`text` with addresses out of their quotes, brackets and mailto:, and channels without their
+    #: "email 'jane@x.test'" and "email jane@x.test", "#general" and "general" read alike."""
+    return _WRAPPED_VALUE.sub(lambda m: m.group(1) or "", text)
+
+
 # Words that introduce someone else's words inside the user's message ("Jane wrote: pay …").
 REPORTING_VERBS = ("wrote", "writes", "said", "says", "asked", "asks", "told me", "tells me", "emailed",
                    "texted", "replied", "replies", "wants", "demands", "demanded", "claims", "claimed")
@@ -106,6 +128,22 @@ def _only_courtesy(text: str, words) -> bool:
     return True
 
 
+def _only_time_words(text: str) -> bool:
+    """Whether `text` is nothing but time words, adverbs and courtesy ("today", "by Friday", "asap")."""
+    words = re.findall(r"[\w:']+", text)
+    return bool(words) and all(_is_time_word(w) for w in words)
+
+
+def _is_time_word(word: str) -> bool:
+    return word in TIME_WORDS or (bool(_TIME_TOKEN.fullmatch(word)) and word not in _NOT_ADVERBS)
+
+
+def _strip_time_words(text: str) -> str:
+    """The courtesy left once time words and adverbs are taken out ("Today, please" -> "please")."""
+    kept = [w for w in re.findall(r"[\w']+", text) if w in ("please", "kindly") or not _is_time_word(w)]
+    return " ".join(kept)
+
+
 def _clause_prefix(text: str, start: int, segment: Segment) -> str:
     prefix = text[segment.start:start]
     cut = max(prefix.rfind(c) for c in _CLAUSE_PUNCTUATION)
@@ -141,7 +179,9 @@ def is_whole_clause(text: str, start: int, end: int) -> bool:
         return False
     segment = segment_of(text, start, end)
     prefix = _clause_prefix(text, start, segment)
-    before_ok = _only_courtesy(prefix, LEADING_COURTESY) or _ends_with_joiner(prefix)
+    before_ok = (_only_courtesy(prefix, LEADING_COURTESY) or _ends_with_joiner(prefix)
+                 or _only_courtesy(_strip_time_words(prefix), LEADING_COURTESY))
     suffix = _clause_suffix(text, end, segment)
-    after_ok = _only_courtesy(suffix, TRAILING_COURTESY) or _starts_with_joiner(suffix)
+    after_ok = (_only_courtesy(suffix, TRAILING_COURTESY) or _starts_with_joiner(suffix)
+                or _only_time_words(suffix))
     return before_ok and after_ok

@@ -149,6 +149,8 @@ class EvidenceCheck:
 def _placement(needle: str, text: str, tool: str) -> list[tuple[bool, negation.Negation | None]]:
     """For each word-bounded occurrence of `needle` in `text` (normalised): whole clause? negated?"""
     found = []
+    # An address in quotes or brackets, a channel with or without its #: the same words.
+    needle, text = clauses.unwrap_values(needle), clauses.unwrap_values(text)
     for start, end in clauses.word_spans(needle, text):
         segment = clauses.segment_of(text, start, end)
         found.append((clauses.is_whole_clause(text, start, end),

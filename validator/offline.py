@@ -88,6 +88,14 @@ def decide(payload: dict) -> OfflineReply:
         return _verdict(False, f"The arguments do not match what the user wrote: {checked.get('reasoning')}.",
                         "high", checked.get("suggestion") or f"Ask the user to confirm exactly what they want: {describe}.")
 
+    flow = evidence.get("dataflow") or {}
+    tainted = flow.get("tainted_in_content") or []
+    if tainted:
+        listed = "; ".join(str(line).replace(" — TAINTED", "") for line in tainted)
+        return _verdict(False, f"The action carries values only third-party content wrote, which the user never "
+                        f"named: {listed}. Without a model the offline rule treats them as the third party's.",
+                        "medium", f"Ask the user whether to include them: {describe}.")
+
     missing = [q["quote"] for q in quotes if not q.get("found")]
     if missing:
         listed = "; ".join(f"“{m}”" for m in missing)
@@ -122,7 +130,7 @@ def decide(payload: dict) -> OfflineReply:
                                             for s in q.get("sources", []))]
     if from_task:
         cited = " ".join(f"“{q['quote']}”" for q in from_task)
-        return _verdict(True, f"The user asked for this in the task: {cited}; every argument matches their words.",
+        return _verdict(True, f"The user asked for this in the task: {cited}; the recipients, channels, payees, items and amounts the code compares match their words.",
                         "high")
 
     if action.get("effect") == "dangerous":

@@ -18,8 +18,8 @@ from router import gateway
 from router.types import ModelError
 
 from . import arguments as arguments_mod
+from . import dataflow, prompts, runner
 from . import evidence as evidence_mod
-from . import prompts, runner
 from .models import Decision
 from .verdict import MalformedVerdict, parse_completion
 
@@ -177,16 +177,23 @@ def checked_evidence(tool: str, arguments: dict, justification: str, history: li
     user?) and each argument against the user's words."""
     found = evidence_mod.check(justification, history, documents, tool).to_dict()
     found["arguments"] = arguments_mod.check(tool, arguments, history, documents, own_address).to_dict()
+    found["dataflow"] = dataflow.trace(tool, arguments, history, documents, own_address).to_dict()
     return found
 
 
 def argument_block_reason(evidence: dict) -> str:
-    """The hard block's reasoning when an argument does not match the user's words, else ""."""
+    """The hard block's reasoning when an argument does not match the user's words, or a value the
+    action lets leave only came from third-party content, else ""."""
     checked = evidence.get("arguments") or {}
-    if checked.get("ok", True):
+    flow = evidence.get("dataflow") or {}
+    if checked.get("ok", True) and flow.get("ok", True):
         return ""
-    reason = ("Blocked before any model was asked: the arguments of the action do not match what the user wrote. "
-              + checked["reasoning"] + ".")
+    if not checked.get("ok", True):
+        reason = ("Blocked before any model was asked: the arguments of the action do not match what the user "
+                  "wrote. " + checked["reasoning"] + ".")
+    else:
+        reason = ("Blocked before any model was asked: the action would send a value that only third-party "
+                  "content wrote. " + flow["reasoning"] + ".")
     not_theirs = [q for q in evidence.get("quotes") or [] if not q.get("by_user")]
     if not_theirs:
         reason += " Nor are these quotes the user's words: " + "; ".join(

@@ -2,9 +2,11 @@
 the Gmail API (list with `q=after:`, then each message).
 
 The list has no label filter, so the user's own sent mail comes too (Gmail leaves out only
-spam and trash), including what the assistant sent for them: marked as the owner's words
-(`_Senders`), it is what the validator's standing-permission rule and email drafting read
-(selectors.sent_mail)."""
+spam and trash): marked as the owner's words (`_Senders`), it is what the validator's
+standing-permission rule and email drafting read (selectors.sent_mail). Mail the assistant sent
+for them is not: it carries the execution record's `X-Lindy-Execution` header (and a Message-ID
+made from it, agent/tools/gmail.py), and is the assistant's, so model-written text never becomes
+a standing permission or a source of allowed recipients."""
 
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ PAGE_SIZE = 500  # the most messages.list returns per page
 MAX_MESSAGES = 500  # fetched (one request each) per run
 MAX_LISTED = 20_000  # ids listed per run to find the oldest not yet taken
 MAX_BODY_CHARS = 8000
+# What agent/tools/gmail.py puts on every message the assistant sends (from the outbox's execution
+# key). Read here by name: hydration sits below the agent and does not import it.
+EXECUTION_HEADER = "x-lindy-execution"
+EXECUTION_MESSAGE_ID = "<lindy."
 
 
 def _address(text: str) -> str:
@@ -40,8 +46,12 @@ class _Senders:
         self.team = {_address(e) for e in User.objects.filter(memberships__team_id__in=teams)
                      .values_list("email", flat=True)} - self.own
 
-    def kind(self, sender: str, labels) -> str:
+    def kind(self, sender: str, labels, headers: dict | None = None) -> str:
         address = _address(sender)
+        headers = headers or {}
+        if address in self.own and (headers.get(EXECUTION_HEADER)
+                                    or headers.get("message-id", "").startswith(EXECUTION_MESSAGE_ID)):
+            return Item.AuthorKind.ASSISTANT
         if address in self.own and "SENT" in (labels or []):
             return Item.AuthorKind.OWNER
         if address in self.team:
@@ -95,7 +105,7 @@ class GmailSource(Source):
                 sender = headers.get("from", "")
                 items.append(SourceItem(
                     external_id=message["id"], author=sender, title=subject[:300],
-                    author_kind=senders.kind(sender, message.get("labelIds")),
+                    author_kind=senders.kind(sender, message.get("labelIds"), headers),
                     author_name=(parseaddr(sender)[0] or parseaddr(sender)[1] or sender)[:255],
                     reference=f"https://mail.google.com/mail/u/0/#all/{message['id']}",
                     occurred_at=datetime.fromtimestamp(internal / 1000, tz=UTC) if internal else datetime.now(tz=UTC),

@@ -3,6 +3,8 @@ the public meeting library."""
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import Q
 from django.urls import reverse
 
@@ -12,6 +14,32 @@ from ..models import Item
 from .base import Fetched, Source, SourceItem
 
 BATCH = 500
+# "Umar: …", "- Umar Khan: …", "[Umar] …", "Umar — …": a line attributed to a speaker.
+_SPEAKER = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[([^\]]{1,60})\]|([^:\n\[\]—–]{1,60}?)\s*(?::|—|–))\s*(.*)$")
+
+
+def _names(user) -> set[str]:
+    """How meeting notes name the user: their name, its first word, their address and its local part."""
+    names = {user.email.casefold(), user.email.split("@")[0].casefold()}
+    if user.name:
+        names |= {user.name.casefold(), user.name.split()[0].casefold()}
+    return {n for n in names if n}
+
+
+def split_by_speaker(notes: str, user) -> tuple[str, str]:
+    """(the lines attributed to `user`, every other line). Notes are the user's words only where a
+    line names them as its speaker; the rest may be anyone's in the meeting."""
+    names = _names(user)
+    own: list[str] = []
+    rest: list[str] = []
+    for line in (notes or "").splitlines():
+        match = _SPEAKER.match(line)
+        speaker = (match.group(1) or match.group(2) or "").strip().casefold() if match else ""
+        if speaker and speaker in names and match:
+            own.append(match.group(3))  # their words, without the speaker label
+        else:
+            rest.append(line)
+    return "\n".join(own).strip(), "\n".join(rest).strip()
 
 
 class MeetingsSource(Source):
@@ -28,19 +56,26 @@ class MeetingsSource(Source):
         # Meetings are created once; their primary key only grows, so it is the cursor.
         after = int(cursor.get("after_id", 0))
         meetings = list(self._queryset(filesystem).filter(pk__gt=after).select_related("owner").order_by("pk")[:BATCH])
-        items = [
-            SourceItem(
-                external_id=f"meeting-{m.pk}", title=m.title, author=m.owner.email, occurred_at=m.occurred_at,
-                # A user's own meetings are their words; one a teammate shared is the teammate's.
+        items = []
+        for m in meetings:
+            common = {"title": m.title, "author": m.owner.email, "occurred_at": m.occurred_at,
+                      "author_name": m.owner.display_name, "reference": reverse("meeting-detail", args=[m.pk])}
+            heading = f"Meeting: {m.title} ({m.occurred_at:%Y-%m-%d})"
+            if filesystem.kind == "team":
                 # The team library is the team's own.
-                author_kind=(Item.AuthorKind.OWNER if filesystem.kind == "team" or m.owner_id == filesystem.owner_id
-                             else Item.AuthorKind.TEAMMATE),
-                author_name=m.owner.display_name,
-                reference=reverse("meeting-detail", args=[m.pk]),
-                text=f"Meeting: {m.title} ({m.occurred_at:%Y-%m-%d})\n{m.notes}".strip(),
-            )
-            for m in meetings
-        ]
+                items.append(SourceItem(external_id=f"meeting-{m.pk}", author_kind=Item.AuthorKind.OWNER,
+                                        text=f"{heading}\n{m.notes}".strip(), **common))
+                continue
+            own, rest = split_by_speaker(m.notes, filesystem.owner) if m.owner_id == filesystem.owner_id else ("", m.notes)
+            if own:
+                items.append(SourceItem(external_id=f"meeting-{m.pk}-own", author_kind=Item.AuthorKind.OWNER,
+                                        text=f"{heading}\n{own}", **common))
+            if rest or not own:
+                # Lines no one is named on may be anyone's in the meeting; one a teammate shared is theirs.
+                kind = Item.AuthorKind.MIXED if m.owner_id == filesystem.owner_id else Item.AuthorKind.TEAMMATE
+                named = common if kind == Item.AuthorKind.TEAMMATE else {**common, "author_name": f"the meeting “{m.title}”"}
+                items.append(SourceItem(external_id=f"meeting-{m.pk}", author_kind=kind,
+                                        text=f"{heading}\n{rest}".strip(), **named))
         return Fetched(items=items, cursor={"after_id": meetings[-1].pk if meetings else after})
 
     def describe(self, filesystem) -> list[str]:

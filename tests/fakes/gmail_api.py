@@ -91,13 +91,14 @@ class FakeGmail(PatternFakeServer):
         return f"{next(self._ids):x}"
 
     def add_message(self, message_id: str, *, internal_ms: int, subject: str, body: str, sender: str = "jane@initech.test",
-                    html: bool = False, labels: tuple[str, ...] = ("INBOX",)) -> None:
+                    html: bool = False, labels: tuple[str, ...] = ("INBOX",), headers: dict | None = None) -> None:
         part = {"mimeType": "text/html" if html else "text/plain", "body": {"size": len(body), "data": b64(body)}}
         self.messages[message_id] = {
             "id": message_id, "threadId": f"t{message_id}", "labelIds": list(labels), "snippet": body[:50],
             "internalDate": str(internal_ms), "sizeEstimate": 500,
             "payload": {"mimeType": "multipart/alternative", "headers": [
                 {"name": "From", "value": sender}, {"name": "To", "value": EMAIL}, {"name": "Subject", "value": subject},
+                *({"name": k, "value": v} for k, v in (headers or {}).items()),
             ], "body": {"size": 0}, "parts": [part]},
         }
 

@@ -30,7 +30,9 @@ def enqueued(monkeypatch):
 
 def _meeting(cast, **kwargs):
     defaults = {"team": cast.team, "owner": cast.member, "title": "Sync", "occurred_at": timezone.now(),
-                "notes": "We always deploy to staging before prod. Jane Park joined as our CTO."}
+                # Attributed to the member: meeting notes are the user's words only on their own lines.
+                "notes": f"{cast.member.display_name}: We always deploy to staging before prod. "
+                         "Jane Park joined as our CTO."}
     return core.meeting_create(**{**defaults, **kwargs})
 
 
