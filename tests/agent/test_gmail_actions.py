@@ -169,7 +169,9 @@ def test_one_task_instruction_with_two_different_emails_sends_both(cast, google)
     assert len(google.sent()) == 2
 
 
-def test_what_the_assistant_sent_comes_back_to_hydration_as_the_users_own_sent_mail(cast, google):
+def test_what_the_assistant_sent_comes_back_to_hydration_as_the_assistants_never_the_users_own_words(cast, google):
+    """Issue 28 part 6: mail the assistant sent (its X-Lindy-Execution header) is the assistant's
+    words: never a standing permission of the user's, nor an example of how the user writes."""
     from hydration import selectors as hydration_selectors
     from hydration import services as hydration_services
     from hydration.sources.gmail import GmailSource
@@ -181,10 +183,9 @@ def test_what_the_assistant_sent_comes_back_to_hydration_as_the_users_own_sent_m
     fs = FileSystem.objects.get(owner=cast.member)
     fetched = GmailSource().fetch(fs, {})
     kinds = {item.external_id: item.author_kind for item in fetched.items}
-    assert kinds == {result.data["provider_id"]: "owner", "m1": "external"}
+    assert kinds == {result.data["provider_id"]: "assistant", "m1": "external"}
     hydration_services.items_store(filesystem=fs, source="gmail", items=fetched.items, run=None)
-    [mine] = hydration_selectors.sent_mail(cast.member)
-    assert mine.external_id == result.data["provider_id"] and "Two years, yes." in mine.text
+    assert list(hydration_selectors.sent_mail(cast.member)) == []
     assert list(hydration_selectors.sent_mail(cast.admin)) == []
 
 

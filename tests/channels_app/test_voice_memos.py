@@ -73,6 +73,7 @@ def test_without_a_speech_model_the_memo_is_not_heard_and_the_user_is_told_once(
 def test_the_default_target_uses_a_configured_speech_target(memo, monkeypatch):
     with FakeChatCompletions() as host, override_settings(MODEL_OFFLINE=False):
         monkeypatch.setenv("LINDY_PROVIDER_KEY_ATLAS", FakeChatCompletions.API_KEY)
+        monkeypatch.setenv("LINDY_PROVIDER_URL_ATLAS", host.base_url)  # the host the key is bound to
         chat = cheap_target(base_url=host.base_url)  # a chat model: not a speech target
         whisper = Target.objects.create(name="whisper-1-atlas", provider="openai", model="whisper-1", host=chat.host)
         host.reply_transcript("Call Jane at nine.")

@@ -58,11 +58,11 @@ def test_production_is_secure_when_configured(tmp_path):
 
 @pytest.mark.parametrize("key, reason", [
     ("k" * 49, "49 characters"),
-    (secrets.token_urlsafe(20), "characters; at least 50"),
+    ("Xq7-pL2vR9sK4mW8tY3nB6hJ1cF5dG0aZ", "characters; at least 50"),  # fixed: xdist workers collect alike
     ("changeme", "known placeholder"),
     ("Change-Me", "known placeholder"),
     ("your-secret-key-here", "known placeholder"),
-    ("django-insecure-" + secrets.token_urlsafe(50), "known placeholder"),
+    ("django-insecure-" + "w4Nq8Zr2Lx6Tb0Vm3Kc7Hs1Pd5Gy9Fj2Ae6Ru4Io8Ul0Ek3Wn7Xo1Yq5", "known placeholder"),
     ("ab" * 40, "fewer than 5 distinct"),
 ])
 def test_production_refuses_a_weak_secret_key(tmp_path, key, reason):
