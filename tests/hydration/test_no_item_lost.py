@@ -28,7 +28,9 @@ ITEM_ID = re.compile(r'<item id="(\d+)"')
 
 
 def _meeting(cast, title, notes):
-    core.meeting_create(team=cast.team, owner=cast.member, title=title, occurred_at=timezone.now(), notes=notes)
+    # Attributed to the member: meeting notes are the user's words only on their own lines (issue 28).
+    core.meeting_create(team=cast.team, owner=cast.member, title=title, occurred_at=timezone.now(),
+                        notes=f"{cast.member.display_name}: {notes}")
 
 
 @pytest.mark.django_db

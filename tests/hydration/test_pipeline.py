@@ -262,7 +262,8 @@ def test_items_over_budget_are_split_summarized_and_merged(cast):
     fs = user_fs(cast.member)
     for i in range(6):
         core.meeting_create(team=cast.team, owner=cast.member, title=f"Sync {i}", occurred_at=timezone.now(),
-                            notes=f"We always review item {i} before release. " + "Detail. " * 40)
+                            notes=f"{cast.member.display_name}: We always review item {i} before release. "
+                                  + "Detail. " * 40)
     with override_settings(HYDRATION_SUMMARIZER_INPUT_TOKENS=250):
         run = services.run_now_sync(filesystem=fs, trigger="manual")
     summarize_calls = ModelCall.objects.filter(route="memory.summarize").count()
