@@ -262,6 +262,12 @@ ANTHROPIC_BASE_URL = env.url("ANTHROPIC_BASE_URL", "") or None
 ANTHROPIC_MAX_RETRIES = env.integer("ANTHROPIC_MAX_RETRIES", 3, min=0, max=20)
 ANTHROPIC_TIMEOUT = env.number("ANTHROPIC_TIMEOUT", 60, min=0, min_inclusive=False)
 MODEL_OFFLINE = env.flag("LINDY_MODEL_OFFLINE", not ANTHROPIC_API_KEY)
+# Benchmarks: the offline rules answered over HTTP through the anthropic client after this delay
+# (-1: off), with these shares of 429 and 529 answers (router.fake_model).
+FAKE_MODEL_LATENCY_MS = env.integer("LINDY_FAKE_MODEL_LATENCY_MS", -1, min=-1, max=600_000)
+FAKE_MODEL_429_RATE = env.number("LINDY_FAKE_MODEL_429_RATE", 0.0, min=0, max=1)
+FAKE_MODEL_529_RATE = env.number("LINDY_FAKE_MODEL_529_RATE", 0.0, min=0, max=1)
+FAKE_MODEL_URL = env.url("LINDY_FAKE_MODEL_URL", "")
 
 API_TOKEN_PREFIX = "lindy_"
 
