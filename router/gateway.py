@@ -39,10 +39,11 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import connection
 
 from lindy import failures
 
-from . import budgets, prompt_cache, routing
+from . import budgets, fake_model, prompt_cache, routing
 from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
 from .providers import anthropic as anthropic_provider
@@ -164,6 +165,8 @@ def complete(
         if call is None:
             raise ModelError(f"Unknown provider {provider!r} for route {route!r}.")
         with budgets.route_slot(route):
+            if provider != "offline" or fake_model.enabled():
+                _release_connection()
             reply = call(request, target)
     except budgets.BudgetExhausted:
         raise
@@ -205,6 +208,15 @@ def complete(
         provider=provider, model=record.model, stop_reason=record.stop_reason,
         prompt_variant=variant, call_id=record.pk, latency_ms=latency_ms,
     )
+
+
+def _release_connection() -> None:
+    """A pooled database connection goes back to the pool while the model thinks (seconds), so a
+    threaded worker's 50 threads share the pool's few connections (settings DB_POOL_MAX_SIZE); the
+    next query takes one again. Inside a transaction the connection is the transaction: it stays."""
+    if connection.in_atomic_block or not connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        return
+    connection.close()
 
 
 def rendered_prompt(*, system: str | list[dict] = "", tools: list[dict] | None = None,
