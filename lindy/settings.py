@@ -132,11 +132,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so a real Celery worker in a test sees the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 elif (_pool_size := env.integer("DB_POOL_MAX_SIZE", 0, min=0, max=1000)):
-    # A threaded worker (LINDY_WORKER_THREADS threads) shares at most this many connections, from
-    # psycopg's pool: a thread takes one for its database work and gives it back while it waits for
-    # the model (router.gateway), so 50 threads need a few connections, not 50. Django's pool
-    # replaces persistent connections (CONN_MAX_AGE must be 0).
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 60}
+    # psycopg's pool, at most this many connections a process (Django's pool replaces persistent
+    # connections: CONN_MAX_AGE must be 0). Off by default: the threaded workers do without it
+    # (README, "Throughput per worker").
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 600}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 _sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 # django-prometheus's wrapper of the same backend counts queries and errors for /metrics.

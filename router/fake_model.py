@@ -145,6 +145,7 @@ class FakeModelServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        assert isinstance(host, str)  # an IP socket's address, never a Unix socket's bytes
         return f"http://{host}:{port}"
 
     @classmethod

@@ -63,7 +63,7 @@ from .types import (
 
 logger = logging.getLogger(__name__)
 
-PROVIDERS = {
+PROVIDERS: dict[str, Callable[..., ProviderReply]] = {
     "anthropic": anthropic_provider.complete,
     "openai": openai_compat.complete,
     "offline": offline_provider.complete,
@@ -211,10 +211,11 @@ def complete(
 
 
 def _release_connection() -> None:
-    """A pooled database connection goes back to the pool while the model thinks (seconds), so a
-    threaded worker's 50 threads share the pool's few connections (settings DB_POOL_MAX_SIZE); the
-    next query takes one again. Inside a transaction the connection is the transaction: it stays."""
-    if connection.in_atomic_block or not connection.settings_dict.get("OPTIONS", {}).get("pool"):
+    """The thread's database connection is closed (or, pooled, given back) while the model thinks
+    (seconds), so a threaded worker's threads hold connections only while they use the database:
+    a reconnect costs milliseconds against a model's seconds. Inside a transaction the connection
+    is the transaction: it stays."""
+    if connection.in_atomic_block or connection.connection is None:
         return
     connection.close()
 
