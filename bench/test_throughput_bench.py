@@ -56,13 +56,13 @@ class Sampler(threading.Thread):
 
         self.process = psutil.Process(pid)
         self.rss = self.connections = 0
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
         from django.db import connections
 
         try:
-            while not self._stop.wait(0.2):
+            while not self._done.wait(0.2):
                 try:
                     self.rss = max(self.rss, self.process.memory_info().rss)
                 except Exception:  # noqa: BLE001 - the worker is stopping
@@ -74,7 +74,7 @@ class Sampler(threading.Thread):
             connections["default"].close()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join(5)
 
 
