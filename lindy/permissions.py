@@ -96,6 +96,12 @@ def is_content_staff(user) -> bool:
                 and not is_support(user))
 
 
+def can_view_audit(user) -> bool:
+    """The audit log: superusers read all of it, team admins their teams' entries; support staff
+    (even a team's admin) and members none."""
+    return is_superuser(user) or bool(workspace_admin_team_ids(user))
+
+
 # Objects.
 
 def visible_tasks(user) -> QuerySet[AgentTask]:
