@@ -78,7 +78,7 @@ def record(
 
 
 @dataclass(frozen=True)
-class Change:
+class FieldChange:
     field: str
     before: Any
     after: Any
@@ -87,7 +87,7 @@ class Change:
 MISSING = "—"
 
 
-def changes(entry: AuditEntry) -> list[Change]:
+def changes(entry: AuditEntry) -> list[FieldChange]:
     """The entry's fields that differ, before → after, in the order they were recorded. A creation
     shows every field after; a removal every field before."""
     before, after = entry.before or {}, entry.after or {}
@@ -97,5 +97,5 @@ def changes(entry: AuditEntry) -> list[Change]:
         old, new = before.get(key, MISSING), after.get(key, MISSING)
         if entry.before is not None and entry.after is not None and old == new:
             continue
-        rows.append(Change(key, MISSING if entry.before is None else old, MISSING if entry.after is None else new))
+        rows.append(FieldChange(key, MISSING if entry.before is None else old, MISSING if entry.after is None else new))
     return rows

@@ -16,7 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from analyst.models import TaskScore
-from drafting.learner.models import Proposal
+from drafting.models import Proposal
 from lindy.models import AgentTask
 from memory import services as memory_services
 from tests.canary import Canaries, crawl, high_water, stamp_new_rows
