@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 
 from . import audit, services
 from .admin_audit import AuditedAdmin, record_formset
-from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
+from .models import AgentTask, ApiToken, AuditEntry, Meeting, Membership, TaskEvent, Team, User
 
 
 def membership_snapshot(membership: Membership) -> dict:
@@ -166,6 +166,28 @@ class MembershipAdmin(AuditedAdmin, admin.ModelAdmin):
 
     def audit_snapshot(self, obj):
         return membership_snapshot(obj)
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit log, read-only: entries are written by lindy.audit.record, never edited."""
+
+    list_display = ["created_at", "actor", "team", "action", "object_type", "object_id", "object_repr"]
+    list_filter = ["action", "object_type", "team"]
+    list_select_related = ["actor", "team"]
+    date_hierarchy = "created_at"
+    readonly_fields = ["created_at", "actor", "actor_label", "team", "action", "object_type", "object_id",
+                       "object_repr", "before", "after"]
+    fields = readonly_fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(ApiToken)

@@ -34,14 +34,6 @@ def membership_set(*, team: Team, user: User, role: str = Membership.Role.MEMBER
     return membership
 
 
-def membership_remove(*, membership: Membership, actor=None) -> None:
-    """Take a user out of a team (audited)."""
-    with transaction.atomic():
-        audit.record(actor=actor, action="membership.removed", obj=membership, team=membership.team_id,
-                     before={"user": membership.user.email, "role": membership.role}, after=None)
-        membership.delete()
-
-
 def api_token_create(*, user: User, name: str = "") -> tuple[ApiToken, str]:
     """Returns the token row and the clear-text key, which is never stored."""
     key = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -115,10 +115,6 @@ def clean_path(raw: str) -> str:
     return path
 
 
-def is_special(path: str) -> bool:
-    return path in SPECIAL
-
-
 def folder_of(path: str) -> str:
     """'people/jane.md' -> 'people/'; 'index.md' -> ''."""
     head = posixpath.dirname(path)

@@ -135,7 +135,7 @@ def _totals_now(fs: FileSystem) -> dict:
 
 # verdict_now is looked up when called, so a test can wrap it.
 VERDICT = CachedFact("verdict", lambda fs: verdict_now(fs), dump=lambda vs: [v.as_dict() for v in vs],  # noqa: PLW0108
-               load=lambda rows: [Violation(**row) for row in rows])
+                     load=lambda rows: [Violation(**row) for row in rows])
 TOTALS = CachedFact("totals", _totals_now)
 
 
@@ -166,12 +166,8 @@ def _digest(text: str) -> str:
 def subfolders_fact(folder: str) -> CachedFact:
     """The folders directly inside `folder`, each with the number of files below it."""
     return CachedFact(f"folders:{_digest(folder)}", lambda fs: _subfolders_now(fs, folder),
-                dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
-                load=lambda rows: [Folder(*row) for row in rows])
-
-
-def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
-    return facts(fs, subfolders_fact(folder))[0]
+                      dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
+                      load=lambda rows: [Folder(*row) for row in rows])
 
 
 def _subfolders_now(fs: FileSystem, folder: str) -> list[Folder]:
@@ -192,10 +188,6 @@ def files_in(fs: FileSystem, folder: str) -> QuerySet[MemoryFile]:
 def files_in_count_fact(folder: str) -> CachedFact:
     """How many files `files_in` lists, kept per revision: the tree's pages need no COUNT."""
     return CachedFact(f"files-in:{_digest(folder)}", lambda fs: files_in(fs, folder).count())
-
-
-def files_in_count(fs: FileSystem, folder: str) -> int:
-    return facts(fs, files_in_count_fact(folder))[0]
 
 
 # The characters that mean something in a PostgreSQL regular expression (ARE): each is escaped,
@@ -222,10 +214,6 @@ def search_count_fact(query: str, cap: int) -> CachedFact:
     return CachedFact(f"search:{_digest(query)}:{cap}", lambda fs: capped_count(search(fs, query), cap))
 
 
-def search_count(fs: FileSystem, query: str, cap: int) -> int:
-    return facts(fs, search_count_fact(query, cap))[0]
-
-
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
     """Files whose path or text contains `query`, in any case, by path."""
     if "\x00" in query:  # no file holds a NUL (PostgreSQL text can't), and it can't be sent as a parameter
@@ -245,20 +233,12 @@ def file_history_count_fact(path: str) -> CachedFact:
     return CachedFact(f"history:{_digest(path)}", lambda fs: file_history(fs, path).count())
 
 
-def file_history_count(fs: FileSystem, path: str) -> int:
-    return facts(fs, file_history_count_fact(path))[0]
-
-
 def revisions(fs: FileSystem) -> QuerySet[Revision]:
     return Revision.objects.filter(filesystem=fs).select_related("author").order_by("-created_at", "-pk")
 
 
 # How many revisions the file system has, kept per revision (a new one is a new head).
 REVISION_COUNT = CachedFact("revisions", lambda fs: revisions(fs).count())
-
-
-def revision_count(fs: FileSystem) -> int:
-    return facts(fs, REVISION_COUNT)[0]
 
 
 def change_counts(revision_ids: list[int]) -> dict[int, int]:

@@ -159,11 +159,6 @@ def slack_private_memory_set(*, share: SlackChannelShare, enabled: bool, actor=N
     return share
 
 
-def installation_team_for(slack_team_id: str) -> int | None:
-    installation = _installation(slack_team_id)
-    return installation.team_id if installation else None
-
-
 
 
 def slack_workspace_uninstalled(*, client_id: str, enterprise_id: str | None, slack_team_id: str) -> int:

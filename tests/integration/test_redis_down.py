@@ -151,7 +151,7 @@ def test_api_run_start_with_the_broker_down_answers_without_a_500(cast, redis_do
     fs = hydration_services.memory_services.filesystem_for_user(cast.member)
     with django_capture_on_commit_callbacks(execute=True):
         response = api_for(cast.member).post(f"/api/hydration/filesystems/{fs.pk}/runs")
-    assert response.status_code in (201, 503), response.content[:300]
+    assert response.status_code == 201, response.content[:300]  # the run is stored; its enqueue failed after
     assert Run.objects.get(filesystem=fs).status == Run.Status.ENQUEUE_FAILED
 
 
