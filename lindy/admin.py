@@ -176,8 +176,8 @@ class AuditEntryAdmin(admin.ModelAdmin):
     list_filter = ["action", "object_type", "team"]
     list_select_related = ["actor", "team"]
     date_hierarchy = "created_at"
-    readonly_fields = ["created_at", "actor", "actor_label", "team", "action", "object_type", "object_id",
-                       "object_repr", "before", "after"]
+    readonly_fields = ("created_at", "actor", "actor_label", "team", "action", "object_type", "object_id",
+                       "object_repr", "before", "after")
     fields = readonly_fields
 
     def has_add_permission(self, request):

@@ -30,7 +30,7 @@ class AuditedAdmin:
             stored = type(obj)._default_manager.filter(pk=obj.pk).first()
             before = self.audit_snapshot(stored) if stored else None
         with transaction.atomic():
-            super().save_model(request, obj, form, change)  # type: ignore[misc]
+            super().save_model(request, obj, form, change)
             after = self.audit_snapshot(obj)
             if before != after:
                 audit.record(actor=request.user, action=self._action(obj, "changed" if change else "added"), obj=obj,
@@ -40,14 +40,14 @@ class AuditedAdmin:
         with transaction.atomic():
             audit.record(actor=request.user, action=self._action(obj, "removed"), obj=obj, team=self.audit_team(obj),
                          before=self.audit_snapshot(obj), after=None)
-            super().delete_model(request, obj)  # type: ignore[misc]
+            super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
         with transaction.atomic():
             for obj in queryset:
                 audit.record(actor=request.user, action=self._action(obj, "removed"), obj=obj,
                              team=self.audit_team(obj), before=self.audit_snapshot(obj), after=None)
-            super().delete_queryset(request, queryset)  # type: ignore[misc]
+            super().delete_queryset(request, queryset)
 
 
 def record_formset(request, formset, snapshot=audit.snapshot) -> list:
