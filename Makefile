@@ -33,8 +33,11 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
 
+# Coverage (.coveragerc) is collected on the way and printed per app; below .ci/coverage-floor it fails.
 test: install chromium
-	$(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadgroup
+	mkdir -p var/coverage
+	$(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadgroup --cov --cov-report=
+	$(BIN)/python .ci/coverage-report
 
 lint: install
 	$(BIN)/ruff check .

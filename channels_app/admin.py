@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from lindy.admin_audit import AuditedAdmin
+
 from .models import (
     InboundBundle,
     NumberDay,
@@ -65,14 +67,21 @@ class ShareInline(admin.TabularInline):
 
 
 @admin.register(SlackChannel)
-class SlackChannelAdmin(admin.ModelAdmin):
+class SlackChannelAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ["name", "channel_id", "team", "is_private", "active", "use_for_team_memory"]
     list_filter = ["is_private", "active", "team"]
     inlines = [ShareInline]
 
 
 @admin.register(OptOut)
-class OptOutAdmin(admin.ModelAdmin):
+class OptOutAdmin(AuditedAdmin, admin.ModelAdmin):
+    """Staff changing an opt-out changes whom the assistant may text: in the audit log."""
+
+    audit_fields = ("phone", "channel", "keyword", "opted_out_at", "opted_in_at", "profile")
+
+    def audit_team(self, obj):
+        return None
+
     list_display = ["phone", "channel", "keyword", "opted_out_at", "opted_in_at", "profile"]
     list_filter = ["channel"]
     raw_id_fields = ["profile"]

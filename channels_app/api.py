@@ -62,7 +62,7 @@ def team_memory(request, channel_id: int, payload: SwitchIn):
         SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(request.user)), pk=channel_id
     )
     try:
-        return services.slack_team_memory_set(channel=channel, enabled=payload.enabled)
+        return services.slack_team_memory_set(channel=channel, enabled=payload.enabled, actor=request.user)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
 
@@ -72,7 +72,7 @@ def private_memory(request, share_id: int, payload: SwitchIn):
     share = permissions.get_visible_or_404(
         SlackChannelShare.objects.filter(user=request.user).select_related("channel"), pk=share_id
     )
-    return services.slack_private_memory_set(share=share, enabled=payload.enabled)
+    return services.slack_private_memory_set(share=share, enabled=payload.enabled, actor=request.user)
 
 
 class TextingOut(Schema):

@@ -19,6 +19,9 @@ from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.oauth.state_store import OAuthStateStore
 
+from lindy import audit
+from lindy.models import User
+
 from .models import SlackInstallation, SlackOAuthState
 
 logger = logging.getLogger(__name__)
@@ -87,13 +90,13 @@ class DjangoInstallationStore(InstallationStore):
 
     def save(self, installation: Installation):
         state = _callback_state.get()
-        team_id = (
-            SlackOAuthState.objects.filter(state=state).values_list("team_id", flat=True).first() if state else None
-        )
+        team_id, started_by = (
+            SlackOAuthState.objects.filter(state=state).values_list("team_id", "started_by").first() if state else None
+        ) or (None, None)
         previous = self._latest(installation.enterprise_id, installation.team_id)
         if team_id is None and previous is not None:
             team_id = previous.team_id
-        SlackInstallation.objects.create(
+        row = SlackInstallation.objects.create(
             team_id=team_id,
             client_id=self.client_id,
             app_id=installation.app_id or "",
@@ -117,6 +120,10 @@ class DjangoInstallationStore(InstallationStore):
             is_enterprise_install=bool(installation.is_enterprise_install),
             token_type=installation.token_type or "",
         )
+        audit.record(actor=User.objects.filter(pk=started_by).first() if started_by else None,
+                     action="slack_installation.connected", obj=row, team=team_id,
+                     before=None, after={"workspace": row.slack_team_name or row.slack_team_id,
+                                         "bot_scopes": row.bot_scopes})
 
     def _latest(self, enterprise_id, team_id, user_id=None) -> SlackInstallation | None:
         rows = SlackInstallation.objects.filter(

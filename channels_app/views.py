@@ -229,7 +229,7 @@ def team_memory_toggle(request, channel_id: int):
         SlackChannel.objects.filter(team_id__in=permissions.workspace_admin_team_ids(request.user)), pk=channel_id
     )
     try:
-        services.slack_team_memory_set(channel=channel, enabled=_enabled(request))
+        services.slack_team_memory_set(channel=channel, enabled=_enabled(request), actor=request.user)
     except ValueError as exc:
         if request.htmx:
             return HttpResponse(str(exc), status=400)
@@ -247,7 +247,7 @@ def private_memory_toggle(request, share_id: int):
     share = permissions.get_visible_or_404(
         SlackChannelShare.objects.filter(user=request.user).select_related("channel"), pk=share_id
     )
-    services.slack_private_memory_set(share=share, enabled=_enabled(request))
+    services.slack_private_memory_set(share=share, enabled=_enabled(request), actor=request.user)
     if request.htmx:
         return render(request, "channels_app/channels.html#share-row", {"share": share})
     messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")

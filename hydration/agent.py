@@ -1,6 +1,6 @@
 """The memory agent (route `memory.agent`): a tool loop over a draft of the file system.
 
-The draft is memory's own `Draft` (memory.draft), loaded from the live files: the agent reads,
+The draft is memory's own `MemoryDraft` (memory.draft), loaded from the live files: the agent reads,
 creates, updates, moves and deletes files in the draft only, with the same rules, link fixes
 and content checks as every other writer of memory. When it stops calling tools the verifier
 checks the draft, and its violations go back to the agent as a request to cut or reorganise,
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from memory.draft import Change, Draft, MemoryWriteError, TokenCounter, check_path
+from memory.draft import Change, MemoryDraft, MemoryWriteError, TokenCounter, check_path
 from memory.paths import INDEX, MASTER
 from router import gateway
 from router.types import Completion
@@ -39,10 +39,10 @@ class ToolError(Exception):
 
 @dataclass
 class AgentDraft:
-    """The agent's side of a memory `Draft`: tool-sized answers, refusals as ToolError, and
+    """The agent's side of a memory `MemoryDraft`: tool-sized answers, refusals as ToolError, and
     the items each file cites (provenance)."""
 
-    draft: Draft
+    draft: MemoryDraft
     sources: dict[str, set[int]] = field(default_factory=dict)
     # Writes the draft refused (path -> why) that no later write to the same path made good:
     # the facts they carried are not in the draft, so they count as problems like a violation.
@@ -50,7 +50,7 @@ class AgentDraft:
 
     @classmethod
     def load(cls, filesystem, user=None) -> AgentDraft:
-        return cls(Draft.load(filesystem, counter=TokenCounter(user)))
+        return cls(MemoryDraft.load(filesystem, counter=TokenCounter(user)))
 
     @property
     def filesystem(self):

@@ -105,7 +105,8 @@ def source_update(request, fs_id: int, source: str, payload: SourceIn):
     fs = _runnable(request, fs_id)
     if source not in SOURCES or not SOURCES[source].applies_to(fs):
         raise ApiError(404, f"{source!r} is not a source of this memory.")
-    return _source_out(fs, services.source_set_enabled(filesystem=fs, source=source, enabled=payload.enabled))
+    return _source_out(fs, services.source_set_enabled(filesystem=fs, source=source, enabled=payload.enabled,
+                                                              actor=request.user))
 
 
 class RunsPageIn(PageIn):

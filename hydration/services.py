@@ -28,7 +28,7 @@ from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
-from lindy import failures, queue
+from lindy import audit, failures, queue
 from memory import services as memory_services
 from memory.models import FileSystem
 from router import budgets
@@ -56,13 +56,17 @@ def source_states_ensure(*, filesystem: FileSystem) -> list[SourceState]:
     return states
 
 
-def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool) -> SourceState:
+def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool, actor=None) -> SourceState:
     if source not in SOURCES or not SOURCES[source].applies_to(filesystem):
         raise ValueError(f"{source!r} is not a source of this memory.")
     state, _ = SourceState.objects.get_or_create(filesystem=filesystem, source=source)
     if state.enabled != enabled:
-        state.enabled = enabled
-        state.save(update_fields=["enabled"])
+        with transaction.atomic():
+            state.enabled = enabled
+            state.save(update_fields=["enabled"])
+            # A team memory's sources are its admins' to read; a person's own, superusers'.
+            audit.record(actor=actor, action="source.enabled_set", obj=state, label=f"{source} for {filesystem}",
+                         team=filesystem.team_id, before={"enabled": not enabled}, after={"enabled": enabled})
     return state
 
 
@@ -175,9 +179,13 @@ def gmail_account_connect(*, user, state: str, code: str, redirect_uri: str) -> 
         account.act_in_gmail = gmail.has_scopes(account, gmail.GMAIL_ACT_SCOPES)
     if purpose == "calendar_actions" or not gmail.has_scopes(account, gmail.CALENDAR_SCOPES):
         account.act_in_calendar = gmail.has_scopes(account, gmail.CALENDAR_SCOPES)
+    before = audit.snapshot(account, GOOGLE_AUDITED) if account.pk else None
     account.status = GmailAccount.Status.CONNECTED
     account.status_detail = ""
-    account.save()
+    with transaction.atomic():
+        account.save()
+        audit.record(actor=user, action="google_account.connected", obj=account, label=email, before=before,
+                     after=audit.snapshot(account, GOOGLE_AUDITED))
     return account
 
 
@@ -187,15 +195,33 @@ def gmail_actions_turn_off(*, user, purpose: str) -> int:
     field = {"gmail_actions": "act_in_gmail", "calendar_actions": "act_in_calendar"}.get(purpose)
     if field is None:
         raise gmail.GmailError(f"Unknown Google permission {purpose!r}.")
-    return GmailAccount.objects.filter(user=user).update(**{field: False})
+    with transaction.atomic():
+        _google_audit(user, "google_account.actions_off", {field: False})
+        return GmailAccount.objects.filter(user=user).update(**{field: False})
 
 
 def gmail_account_disconnect(*, user) -> int:
     """Delete the user's Gmail tokens; the account stays, marked disconnected."""
-    return GmailAccount.objects.filter(user=user).update(
-        access_token="", refresh_token="", token_expires_at=None, status=GmailAccount.Status.DISCONNECTED,
-        status_detail="Disconnected by the user.",
-    )
+    with transaction.atomic():
+        _google_audit(user, "google_account.disconnected", {"status": GmailAccount.Status.DISCONNECTED.value})
+        return GmailAccount.objects.filter(user=user).update(
+            access_token="", refresh_token="", token_expires_at=None, status=GmailAccount.Status.DISCONNECTED,
+            status_detail="Disconnected by the user.",
+        )
+
+
+# What the audit log keeps of a Google connection: what the assistant may read and do, never tokens.
+GOOGLE_AUDITED = ("email", "status", "scopes", "act_in_gmail", "act_in_calendar")
+
+
+def _google_audit(user, action: str, change: dict) -> None:
+    account = GmailAccount.objects.filter(user=user).first()
+    if account is None:
+        return
+    before = audit.snapshot(account, GOOGLE_AUDITED)
+    after = {**before, **change}
+    if before != after:
+        audit.record(actor=user, action=action, obj=account, label=account.email, before=before, after=after)
 
 
 # --- Runs -------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def source_toggle(request, fs_id, source):
     if source not in SOURCES or not SOURCES[source].applies_to(fs):
         raise Http404("No such source for this memory.")
     enabled = request.POST.get("enabled") == "on"
-    services.source_set_enabled(filesystem=fs, source=source, enabled=enabled)
+    services.source_set_enabled(filesystem=fs, source=source, enabled=enabled, actor=request.user)
     messages.success(request, f"{SOURCES[source].kind.title()} {'on' if enabled else 'off'} for {fs.title}.")
     return redirect("hydration:filesystem", fs.pk)
 

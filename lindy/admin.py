@@ -7,8 +7,14 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 
-from . import services
-from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
+from . import audit, services
+from .admin_audit import AuditedAdmin, record_formset
+from .models import AgentTask, ApiToken, AuditEntry, Meeting, Membership, TaskEvent, Team, User
+
+
+def membership_snapshot(membership: Membership) -> dict:
+    """A membership as the audit log shows it: who, where, which role."""
+    return {"user": membership.user.email, "team": membership.team.name, "role": membership.role}
 
 
 class MembershipInline(admin.TabularInline):
@@ -35,6 +41,8 @@ class UserAdmin(BaseUserAdmin):
     actions = ["delete_with_data"]
     # Rank: only a superuser grants or edits what makes a superuser or staff account.
     RANK_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+    # What the audit log records of a user: what they may do.
+    AUDITED_FIELDS = ("email", "is_internal", "is_support", "is_active", "is_staff", "is_superuser")
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -64,7 +72,28 @@ class UserAdmin(BaseUserAdmin):
                 refusal = services.superuser_rank_refusal(actor=request.user, demoting=[stored])
                 if refusal:
                     raise ValidationError(refusal)
+            before = audit.snapshot(stored, self.AUDITED_FIELDS)
+        else:
+            before = None
         super().save_model(request, obj, form, change)
+        after = audit.snapshot(obj, self.AUDITED_FIELDS)
+        if before != after:
+            audit.record(actor=request.user, action="user.roles_changed" if change else "user.added", obj=obj,
+                         before=before, after=after)
+
+    def save_related(self, request, form, formsets, change):
+        # Groups and permissions are many-to-many: saved after the user, audited when they differ.
+        before = self._grants(form.instance) if change else None
+        super().save_related(request, form, formsets, change)
+        after = self._grants(form.instance)
+        if change and before != after:
+            audit.record(actor=request.user, action="user.roles_changed", obj=form.instance, before=before,
+                         after=after)
+
+    @staticmethod
+    def _grants(user) -> dict:
+        return {"groups": sorted(user.groups.values_list("name", flat=True)),
+                "user_permissions": sorted(user.user_permissions.values_list("codename", flat=True))}
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         try:
@@ -98,7 +127,7 @@ class UserAdmin(BaseUserAdmin):
             user_type = ContentType.objects.get_for_model(User)
             for user in users:
                 pk, label = user.pk, str(user)
-                removed = services.user_delete(user=user)
+                removed = services.user_delete(user=user, actor=request.user)
                 # The admin's own audit log (Recent actions, LogEntry), with what went.
                 LogEntry.objects.create(user_id=request.user.pk, content_type=user_type, object_id=str(pk),
                                         object_repr=label[:200], action_flag=DELETION,
@@ -122,12 +151,43 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [MembershipInline]
 
+    def save_formset(self, request, form, formset, change):
+        if formset.model is Membership:
+            record_formset(request, formset, snapshot=membership_snapshot)
+        else:
+            super().save_formset(request, form, formset, change)
+
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ["user", "team", "role"]
     list_filter = ["role", "team"]
     list_select_related = ["user", "team"]
+
+    def audit_snapshot(self, obj):
+        return membership_snapshot(obj)
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit log, read-only: entries are written by lindy.audit.record, never edited."""
+
+    list_display = ["created_at", "actor", "team", "action", "object_type", "object_id", "object_repr"]
+    list_filter = ["action", "object_type", "team"]
+    list_select_related = ["actor", "team"]
+    date_hierarchy = "created_at"
+    readonly_fields = ("created_at", "actor", "actor_label", "team", "action", "object_type", "object_id",
+                       "object_repr", "before", "after")
+    fields = readonly_fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(ApiToken)

@@ -21,4 +21,5 @@ class LindyConfig(AppConfig):
         navigation.register(
             navigation.NavItem("meetings", "Meetings", "meeting-list", permissions.can_use_workspace, order=61)
         )
+        navigation.register(navigation.NavItem("audit", "Audit", "audit-log", permissions.can_view_audit, order=98))
         navigation.register(navigation.NavItem("admin", "Admin", "admin:index", permissions.is_superuser, order=99))

@@ -56,10 +56,6 @@ class RedisLock:
     def release(self) -> None:
         self._release(keys=[self.key], args=[self.holder])
 
-    def current_holder(self) -> str | None:
-        value = self.client.get(self.key)
-        return value.decode() if isinstance(value, bytes) else value
-
 
 class FileLock:
     """One machine, no Redis: an exclusive lock on a file, held until the process ends."""

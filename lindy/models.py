@@ -1,10 +1,11 @@
-"""The assistant's core domain: people, teams, the task history and meetings."""
+"""The assistant's core domain: people, teams, the task history, meetings and the audit log."""
 
 import hashlib
 from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
 
@@ -197,3 +198,51 @@ class Meeting(models.Model):
 
     def __str__(self):
         return self.title
+
+
+class AuditEntry(models.Model):
+    """One change to who may do what, or to what the assistant may do or spend: who made it, when,
+    the object, and its fields before and after. The product's one audit log, written only through
+    `lindy.audit.record`, in the transaction of the change. `team` is the team the change belongs to
+    (its admins see it); empty for changes that belong to no team (model routing, a person's own
+    connections), which superusers see."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Empty when the system made the change.",
+    )
+    actor_label = models.CharField(max_length=200, blank=True,
+                                   help_text="Who it was when written, kept after the account is deleted.")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=60, help_text="e.g. membership.role_set, rollout.started")
+    object_type = models.CharField(max_length=40, help_text="e.g. membership, route, target, opt_out")
+    object_id = models.CharField(max_length=64)
+    object_repr = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder, help_text="Empty for a creation.")
+    after = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder, help_text="Empty for a removal.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name_plural = "audit entries"
+        indexes = [
+            models.Index(fields=["created_at", "id"], name="audit_time"),
+            models.Index(fields=["team", "created_at", "id"], name="audit_team_time"),
+            models.Index(fields=["object_type", "object_id", "created_at"], name="audit_object_time"),
+            models.Index(fields=["action", "created_at"], name="audit_action_time"),
+        ]
+
+    def __str__(self):
+        return f"{self.action} {self.object_type}:{self.object_id}"
+
+    @property
+    def changes(self):
+        """Each field that changed, before and after (lindy.audit.changes)."""
+        from .audit import changes
+
+        return changes(self)
+
+    def get_action_display(self) -> str:
+        from .audit import label_of
+
+        return label_of(self.action)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from .models import AgentTask, Meeting, Membership, Team, User
+from .models import AgentTask, Meeting, Membership, Team
 
 ADMIN = Membership.Role.ADMIN
 MEMBER = Membership.Role.MEMBER
@@ -28,11 +28,6 @@ def _roles(user) -> dict[int, str]:
         cached = dict(Membership.objects.filter(user=user).values_list("team_id", "role"))
         user._lindy_roles = cached
     return cached
-
-
-def forget_roles(user) -> None:
-    if hasattr(user, "_lindy_roles"):
-        del user._lindy_roles
 
 
 def team_role(user, team: Team | int) -> str | None:
@@ -96,6 +91,12 @@ def is_content_staff(user) -> bool:
                 and not is_support(user))
 
 
+def can_view_audit(user) -> bool:
+    """The audit log: superusers read all of it, team admins their teams' entries; support staff
+    (even a team's admin) and members none."""
+    return is_superuser(user) or bool(workspace_admin_team_ids(user))
+
+
 # Objects.
 
 def visible_tasks(user) -> QuerySet[AgentTask]:
@@ -142,7 +143,3 @@ def get_visible_or_404(queryset: QuerySet, **lookup):
         return queryset.get(**lookup)
     except (queryset.model.DoesNotExist, ValueError, TypeError):
         raise Http404(f"No such {queryset.model._meta.verbose_name}.") from None
-
-
-def users_in_teams(user) -> QuerySet[User]:
-    return User.objects.filter(memberships__team_id__in=team_ids(user)).distinct()

@@ -6,7 +6,7 @@ from django.core.cache import cache
 from django.db.models import Count, QuerySet
 
 from . import permissions
-from .models import AgentTask, Meeting, Membership
+from .models import AgentTask, AuditEntry, Meeting, Membership
 from .services import HEARTBEAT_KEY
 
 
@@ -42,3 +42,12 @@ def memberships_of(user) -> list[Membership]:
 
 def last_heartbeat() -> str | None:
     return cache.get(HEARTBEAT_KEY)
+
+
+def audit_entries(user) -> QuerySet[AuditEntry]:
+    """The audit log as the user may read it, newest first: all of it for a superuser, their
+    teams' entries for a team admin, nothing for anyone else."""
+    entries = AuditEntry.objects.select_related("actor", "team").order_by("-created_at", "-pk")
+    if permissions.is_superuser(user):
+        return entries
+    return entries.filter(team_id__in=permissions.workspace_admin_team_ids(user))

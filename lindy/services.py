@@ -15,18 +15,22 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from . import erasure
+from . import audit, erasure
 from .models import AgentTask, ApiToken, Meeting, Membership, TaskEvent, Team, User
 
 HEARTBEAT_KEY = "lindy:heartbeat"
 
 
-def team_create(*, name: str) -> Team:
-    return Team.objects.create(name=name)
-
-
-def membership_set(*, team: Team, user: User, role: str = Membership.Role.MEMBER) -> Membership:
-    membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+def membership_set(*, team: Team, user: User, role: str = Membership.Role.MEMBER, actor=None) -> Membership:
+    """Put `user` in `team` with `role` (audited when it changes anything). `actor` is who did it,
+    None for the system (the demo, a setup script)."""
+    with transaction.atomic():
+        before = Membership.objects.select_for_update().filter(team=team, user=user).values_list("role", flat=True).first()
+        membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+        if before != role:
+            audit.record(actor=actor, action="membership.role_set" if before else "membership.added", obj=membership,
+                         team=team, before={"user": user.email, "role": before} if before else None,
+                         after={"user": user.email, "role": role})
     return membership
 
 
@@ -147,12 +151,19 @@ def superuser_rank_refusal(*, actor: User, removing: Sequence[User] = (), demoti
     return ""
 
 
-def user_delete(*, user: User, dry_run: bool = False) -> Removed:
+def user_delete(*, user: User, dry_run: bool = False, actor=None) -> Removed:
     """Delete `user` with their memory, items, messages, conversations and tokens (lindy.erasure),
-    and say what was removed. `dry_run` deletes inside a transaction that is rolled back: the
-    counts are exactly what a real run would remove, and nothing changes."""
+    and say what was removed (in the audit log, with `actor`). `dry_run` deletes inside a
+    transaction that is rolled back: the counts are exactly what a real run would remove, and
+    nothing changes."""
     email = user.email
     with transaction.atomic():
+        if not dry_run:
+            roles = dict(Membership.objects.filter(user=user).values_list("team__name", "role"))
+            audit.record(actor=actor, action="user.deleted", obj=user, label=email,
+                         before={"email": email, "teams": roles, "is_staff": user.is_staff,
+                                 "is_support": user.is_support, "is_superuser": user.is_superuser},
+                         after=None)
         total = Counter[str]()
         for eraser in erasure.erasers():
             erasure.merge(total, eraser(user))

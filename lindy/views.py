@@ -1,4 +1,4 @@
-"""Core pages: the home page, tasks, meetings, liveness and readiness."""
+"""Core pages: the home page, tasks, meetings, the audit log, liveness and readiness."""
 
 from __future__ import annotations
 
@@ -61,6 +61,17 @@ def meeting_list(request):
     _workspace_only(request)
     page = _page(request, selectors.meeting_list(request.user))
     template = "lindy/meetings.html#meeting-rows" if request.htmx else "lindy/meetings.html"
+    return render(request, template, {"page": page})
+
+
+@login_required
+@require_GET
+def audit_log(request):
+    """Who changed what, with each field before and after (lindy.audit)."""
+    if not permissions.can_view_audit(request.user):
+        raise Http404("The audit log belongs to team admins.")
+    page = _page(request, selectors.audit_entries(request.user))
+    template = "lindy/audit.html#audit-rows" if request.htmx else "lindy/audit.html"
     return render(request, template, {"page": page})
 
 

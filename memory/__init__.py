@@ -4,7 +4,7 @@ Public surface — what other apps (hydration, the memory agent, the learner, th
 validator) may import; everything else in this package, and every name with a leading
 underscore, is private (tests/hydration/test_memory_surface.py holds hydration to it):
 
-- `memory.draft` — the one draft every writer edits: `Draft.load(fs, counter=TokenCounter(user))`,
+- `memory.draft` — the one draft every writer edits: `MemoryDraft.load(fs, counter=TokenCounter(user))`,
   `draft.apply(Change(op, path, content=, new_path=, base_version=))`, `draft.move(...)` /
   `draft.delete(...)` with the link fixes of index.md and master.md, `draft.violations()`
   (the verifier's verdict; each written text counted once by the draft's `TokenCounter`),
@@ -12,7 +12,7 @@ underscore, is private (tests/hydration/test_memory_surface.py holds hydration t
   `NothingChanged`, `FileNotFound`, `StaleVersion`, `VerificationFailed`) and `check_content`.
 - `memory.services` — every write. `changes_apply(filesystem=, changes=, author_kind=, author=,
   message=, source_kind=, source_id=, counter=)` is the one write path: the batch replayed on a
-  `Draft` of the locked file system and written as ONE revision, verified first, refused with
+  `MemoryDraft` of the locked file system and written as ONE revision, verified first, refused with
   `VerificationFailed.violations`, or `NothingChanged` when it would change nothing. Pass the
   draft's `counter` so its token counts are reused. Also `filesystem_for_team(team)` /
   `filesystem_for_user(user)`, the single-file operations, and the errors re-exported.
@@ -25,7 +25,7 @@ underscore, is private (tests/hydration/test_memory_surface.py holds hydration t
   `can_edit_filesystem`), the rules hydration's own are built from.
 
 `memory.verifier` (the pure rules), `memory.links` (link edits) and `memory.rendering` are this
-app's internals: reach them through `Draft`.
+app's internals: reach them through `MemoryDraft`.
 """
 
 PUBLIC_MODULES = (

@@ -1,6 +1,6 @@
 """One draft of a memory file system: what every writer edits before it becomes a revision.
 
-    draft = Draft.load(fs, counter=TokenCounter(user))   # the live files
+    draft = MemoryDraft.load(fs, counter=TokenCounter(user))   # the live files
     draft.apply(Change("update", "people/jane.md", content="...", base_version=3))
     draft.move("people/jane.md", "people/jane-park.md")  # the move, and the links that follow it
     draft.violations()                                   # the verifier's verdict on the draft
@@ -192,7 +192,7 @@ class DraftFile:
     exact: bool = False
 
 
-class Draft:
+class MemoryDraft:
     """A file system's files as a writer is leaving them, and the changes that lead there.
 
     `changes` are the changes that took effect, normalized (clean paths, `write` resolved to
@@ -214,7 +214,7 @@ class Draft:
 
     @classmethod
     def load(cls, filesystem: FileSystem, *, contents: Iterable[str] | None = None, user=None,
-             counter: TokenCounter | None = None) -> Draft:
+             counter: TokenCounter | None = None) -> MemoryDraft:
         """The live files of `filesystem`. `contents` names the files whose text to load besides
         index.md and master.md (None: every file's, for a writer that reads them all); a file
         not loaded is read from the database when a change needs it."""
@@ -429,7 +429,7 @@ class Draft:
 
 
 __all__ = [
-    "MAX_FILE_BYTES", "OPS", "AlreadyExists", "Change", "Draft", "DraftFile", "FileNotFound", "InvalidChange",
+    "MAX_FILE_BYTES", "OPS", "AlreadyExists", "Change", "MemoryDraft", "DraftFile", "FileNotFound", "InvalidChange",
     "MemoryWriteError", "NothingChanged", "StaleVersion", "TokenCounter", "VerificationFailed", "check_content",
     "check_path", "written_contents",
 ]

@@ -51,7 +51,7 @@ def path_key(path: str) -> str:
     """The canonical key two paths are the same file by: NFKC, then case folded, then confusables
     folded (Cyrillic а to a, dotless ı to i...), then NFKC again. `Notes.md` and `notes.md`, NFC and
     NFD `café.md`, full-width and ASCII names, `ﬁle.md` and `file.md` share one key; a write whose
-    path has the key of another file is refused by every writer (memory.draft.Draft)."""
+    path has the key of another file is refused by every writer (memory.draft.MemoryDraft)."""
     if path.isascii():
         return path.lower()  # casefold of ASCII, without the Unicode tables
     folded = unicodedata.normalize("NFKC", path).casefold().translate(_latin_prototypes())
@@ -113,10 +113,6 @@ def clean_path(raw: str) -> str:
     if not path.endswith(".md"):
         raise PathError("Use a lowercase .md extension.")
     return path
-
-
-def is_special(path: str) -> bool:
-    return path in SPECIAL
 
 
 def folder_of(path: str) -> str:

@@ -16,7 +16,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from lindy.counting import capped_count
 
 from . import links, permissions, portable
-from .draft import Change, Draft, MemoryWriteError, TokenCounter, check_content, check_path
+from .draft import Change, MemoryDraft, MemoryWriteError, TokenCounter, check_content, check_path
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path
 from .verifier import Violation, verify
@@ -82,7 +82,7 @@ def _same(value):
 
 
 @dataclass(frozen=True)
-class Fact:
+class CachedFact:
     """A fact about the files (the verdict, totals, a count), computed by `compute(fs)` and kept
     in the cache until the next revision or budget change. Every change to the files is a
     revision, so a page costs one indexed query instead of reading every row."""
@@ -93,7 +93,7 @@ class Fact:
     load: Callable[[Any], Any] = _same
 
 
-def facts(fs: FileSystem, *wanted: Fact) -> list:
+def facts(fs: FileSystem, *wanted: CachedFact) -> list:
     """The value of each fact at the head revision, in order: one cache round trip for all of
     them, and only the ones missing from the cache computed."""
     prefix = f"memory:{{}}:{fs.pk}:{_head(fs)}:{fs.file_token_budget}:{fs.always_loaded_token_budget}"
@@ -134,9 +134,9 @@ def _totals_now(fs: FileSystem) -> dict:
 
 
 # verdict_now is looked up when called, so a test can wrap it.
-VERDICT = Fact("verdict", lambda fs: verdict_now(fs), dump=lambda vs: [v.as_dict() for v in vs],  # noqa: PLW0108
-               load=lambda rows: [Violation(**row) for row in rows])
-TOTALS = Fact("totals", _totals_now)
+VERDICT = CachedFact("verdict", lambda fs: verdict_now(fs), dump=lambda vs: [v.as_dict() for v in vs],  # noqa: PLW0108
+                     load=lambda rows: [Violation(**row) for row in rows])
+TOTALS = CachedFact("totals", _totals_now)
 
 
 def status(fs: FileSystem) -> list[Violation]:
@@ -163,15 +163,11 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]  # names and queries may hold spaces
 
 
-def subfolders_fact(folder: str) -> Fact:
+def subfolders_fact(folder: str) -> CachedFact:
     """The folders directly inside `folder`, each with the number of files below it."""
-    return Fact(f"folders:{_digest(folder)}", lambda fs: _subfolders_now(fs, folder),
-                dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
-                load=lambda rows: [Folder(*row) for row in rows])
-
-
-def subfolders(fs: FileSystem, folder: str) -> list[Folder]:
-    return facts(fs, subfolders_fact(folder))[0]
+    return CachedFact(f"folders:{_digest(folder)}", lambda fs: _subfolders_now(fs, folder),
+                      dump=lambda folders: [(f.path, f.name, f.files) for f in folders],
+                      load=lambda rows: [Folder(*row) for row in rows])
 
 
 def _subfolders_now(fs: FileSystem, folder: str) -> list[Folder]:
@@ -189,13 +185,9 @@ def files_in(fs: FileSystem, folder: str) -> QuerySet[MemoryFile]:
     return queryset.exclude(path__in=SPECIAL) if folder == "" else queryset
 
 
-def files_in_count_fact(folder: str) -> Fact:
+def files_in_count_fact(folder: str) -> CachedFact:
     """How many files `files_in` lists, kept per revision: the tree's pages need no COUNT."""
-    return Fact(f"files-in:{_digest(folder)}", lambda fs: files_in(fs, folder).count())
-
-
-def files_in_count(fs: FileSystem, folder: str) -> int:
-    return facts(fs, files_in_count_fact(folder))[0]
+    return CachedFact(f"files-in:{_digest(folder)}", lambda fs: files_in(fs, folder).count())
 
 
 # The characters that mean something in a PostgreSQL regular expression (ARE): each is escaped,
@@ -216,14 +208,10 @@ def _contains_any_case(field: str, query: str) -> Q:
     return Q(**{f"{field}__iregex": _as_literal_regex(query)})
 
 
-def search_count_fact(query: str, cap: int) -> Fact:
+def search_count_fact(query: str, cap: int) -> CachedFact:
     """How many files `search` finds, counting at most `cap`; kept per revision, so paging
     through the results (or typing the same words again) runs the search once per page."""
-    return Fact(f"search:{_digest(query)}:{cap}", lambda fs: capped_count(search(fs, query), cap))
-
-
-def search_count(fs: FileSystem, query: str, cap: int) -> int:
-    return facts(fs, search_count_fact(query, cap))[0]
+    return CachedFact(f"search:{_digest(query)}:{cap}", lambda fs: capped_count(search(fs, query), cap))
 
 
 def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
@@ -240,13 +228,9 @@ def file_history(fs: FileSystem, path: str) -> QuerySet[FileChange]:
             .select_related("revision", "revision__author").order_by("-revision_id", "-pk"))
 
 
-def file_history_count_fact(path: str) -> Fact:
+def file_history_count_fact(path: str) -> CachedFact:
     """How many changes `file_history` lists, kept per revision."""
-    return Fact(f"history:{_digest(path)}", lambda fs: file_history(fs, path).count())
-
-
-def file_history_count(fs: FileSystem, path: str) -> int:
-    return facts(fs, file_history_count_fact(path))[0]
+    return CachedFact(f"history:{_digest(path)}", lambda fs: file_history(fs, path).count())
 
 
 def revisions(fs: FileSystem) -> QuerySet[Revision]:
@@ -254,11 +238,7 @@ def revisions(fs: FileSystem) -> QuerySet[Revision]:
 
 
 # How many revisions the file system has, kept per revision (a new one is a new head).
-REVISION_COUNT = Fact("revisions", lambda fs: revisions(fs).count())
-
-
-def revision_count(fs: FileSystem) -> int:
-    return facts(fs, REVISION_COUNT)[0]
+REVISION_COUNT = CachedFact("revisions", lambda fs: revisions(fs).count())
 
 
 def change_counts(revision_ids: list[int]) -> dict[int, int]:
@@ -327,7 +307,7 @@ def edit_check(fs: FileSystem, *, path: str, content: str, user=None, add_to_ind
     tokens, exact = counter(content)
     if not clean:
         return EditCheck("", size, tokens, exact, budget, [], "")
-    draft = Draft.load(fs, contents={clean}, counter=counter)
+    draft = MemoryDraft.load(fs, contents={clean}, counter=counter)
     try:
         created = clean not in draft.files
         draft.apply(Change("write", clean, content=content))

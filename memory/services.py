@@ -6,8 +6,8 @@ system as it would be after the change and writes it as ONE revision, or refuses
                   source_id="42")
 
 Callers outside this app (hydration, the learner, the memory agent) use the same function.
-`changes_apply` replays the batch on a `memory.draft.Draft` of the locked file system; a writer
-that built its own Draft (the memory agent) passes `changes=draft.changes, counter=draft.counter`
+`changes_apply` replays the batch on a `memory.draft.MemoryDraft` of the locked file system; a writer
+that built its own MemoryDraft (the memory agent) passes `changes=draft.changes, counter=draft.counter`
 so the texts its draft counted are not counted again.
 """
 
@@ -24,10 +24,10 @@ from .draft import (
     OPS,
     AlreadyExists,
     Change,
-    Draft,
     DraftFile,
     FileNotFound,
     InvalidChange,
+    MemoryDraft,
     MemoryWriteError,
     NothingChanged,
     StaleVersion,
@@ -53,7 +53,7 @@ AuthorKind = Revision.AuthorKind
 def draft_verify(*, filesystem: FileSystem, files: dict[str, str], user=None) -> list[Violation]:
     """The verifier's verdict on a whole draft of `filesystem` (path -> content), counted the
     way writes are counted, against the file system's budgets. For a writer holding plain
-    text; one holding a `memory.draft.Draft` asks `draft.violations()`."""
+    text; one holding a `memory.draft.MemoryDraft` asks `draft.violations()`."""
     count = TokenCounter(user)
     return verify(files, filesystem.budgets, count=lambda text: count(text)[0])
 
@@ -84,7 +84,7 @@ def changes_apply(
     words_of: str = "",
     words_from: str = "",
 ) -> Revision:
-    """Apply `changes` in order on a `Draft` of the locked file system and write it as one
+    """Apply `changes` in order on a `MemoryDraft` of the locked file system and write it as one
     revision, or raise MemoryWriteError and write nothing (`NothingChanged` when the files
     already are as the changes would leave them).
 
@@ -109,7 +109,7 @@ def changes_apply(
 
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
-        draft = Draft.load(fs, contents=_touched(changes), counter=counter)
+        draft = MemoryDraft.load(fs, contents=_touched(changes), counter=counter)
         for change in changes:
             draft.apply(change)
         if not draft.records:
@@ -127,13 +127,13 @@ def changes_apply(
     return revision
 
 
-def _describe(draft: Draft) -> str:
+def _describe(draft: MemoryDraft) -> str:
     parts = [f"{r.get_op_display().lower()} {r.path}" for r in draft.records[:3]]
     more = f" and {len(draft.records) - 3} more" if len(draft.records) > 3 else ""
     return ", ".join(parts).capitalize() + more
 
 
-def _write(fs: FileSystem, draft: Draft, revision: Revision) -> None:
+def _write(fs: FileSystem, draft: MemoryDraft, revision: Revision) -> None:
     final = draft.files
     # The draft was loaded under the file system's lock (changes_apply): its rows are the live ones.
     existing = (draft.loaded if draft.loaded is not None
@@ -214,7 +214,7 @@ def file_move(
     path, new_path = check_path(path), check_path(new_path, "new path")
     changes = [Change("move", path, new_path=new_path, base_version=base_version)]
     if update_links:
-        changes += Draft.load(filesystem, contents=()).link_fixes_after_move(path, new_path)
+        changes += MemoryDraft.load(filesystem, contents=()).link_fixes_after_move(path, new_path)
     return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
                          message=message or f"Move {path} to {new_path}")
 
@@ -227,7 +227,7 @@ def file_delete(
     path = check_path(path)
     changes = [Change("delete", path, base_version=base_version)]
     if update_links:
-        changes += Draft.load(filesystem, contents=()).link_fixes_after_delete(path)
+        changes += MemoryDraft.load(filesystem, contents=()).link_fixes_after_delete(path)
     return changes_apply(filesystem=filesystem, changes=changes, author_kind=author_kind, author=author,
                          message=message or f"Delete {path}")
 
@@ -298,7 +298,7 @@ def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_to
     with transaction.atomic():
         fs = FileSystem.objects.select_for_update().get(pk=filesystem.pk)
         budgets = Budgets(file_tokens=file_tokens, always_loaded_tokens=always_loaded_tokens)
-        violations = Draft.load(fs, contents=()).violations(budgets)
+        violations = MemoryDraft.load(fs, contents=()).violations(budgets)
         if violations:
             raise VerificationFailed(violations)
         fs.file_token_budget, fs.always_loaded_token_budget = file_tokens, always_loaded_tokens
@@ -351,7 +351,7 @@ def filesystem_for_user(user) -> FileSystem:
 
 
 __all__ = [
-    "MAX_FILE_BYTES", "OPS", "AlreadyExists", "AuthorKind", "Change", "Draft", "FileNotFound", "InvalidChange",
+    "MAX_FILE_BYTES", "OPS", "AlreadyExists", "AuthorKind", "Change", "MemoryDraft", "FileNotFound", "InvalidChange",
     "MemoryWriteError", "NothingChanged", "StaleVersion", "TokenCounter", "VerificationFailed", "budgets_update",
     "changes_apply", "draft_verify", "file_delete", "filesystem_import", "file_move", "file_restore", "file_write", "filesystem_for_team",
     "filesystem_for_user", "revision_revert",

@@ -64,7 +64,7 @@ def _base(request, fs) -> dict:
     return _base_with(request, fs)[0]
 
 
-def _base_with(request, fs, *facts: selectors.Fact) -> tuple[dict, list]:
+def _base_with(request, fs, *facts: selectors.CachedFact) -> tuple[dict, list]:
     """What every memory page shows (the verdict), and the values of the page's own `facts`,
     read from the cache in one round trip."""
     violations, *values = selectors.facts(fs, selectors.VERDICT, *facts)

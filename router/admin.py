@@ -1,7 +1,6 @@
 from django.contrib import admin
 
 from .models import (
-    AuditEvent,
     CallScore,
     EvalRun,
     ModelCall,
@@ -17,7 +16,7 @@ from .models import (
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Shown, never written here: the Models pages change these through router.services, which
-    record every change as an AuditEvent (who, when, before, after)."""
+    record every change in the audit log, lindy.AuditEntry (who, when, before, after)."""
 
     def has_add_permission(self, request):
         return False
@@ -114,13 +113,3 @@ class ModelCallAdmin(EvidenceAdmin):
     list_select_related = ["user"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in ModelCall._meta.fields]
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "actor", "action", "object_type", "object_id", "object_repr"]
-    list_filter = ["action", "object_type"]
-    list_select_related = ["actor"]
-    date_hierarchy = "created_at"
-    readonly_fields = ("created_at", "actor", "action", "object_type", "object_id", "object_repr", "before", "after")
-    fields = readonly_fields

@@ -17,7 +17,7 @@ from .models import Rollout
 router = Router(tags=["router"])
 
 
-class TargetOut(Schema):
+class AssignedTargetOut(Schema):
     id: int
     name: str
     provider: str
@@ -45,7 +45,7 @@ class RouteOut(Schema):
 class AssignmentOut(Schema):
     route: str
     user_id: int
-    target: TargetOut
+    target: AssignedTargetOut
     prompt_variant: str
     arm: str
     reason: str = Field(..., description="explicit_choice, internal, bucket or baseline")

@@ -73,7 +73,7 @@ class VariantOut(Schema):
     description: str
 
 
-class EventOut(Schema):
+class RolloutEventOut(Schema):
     kind: str
     from_percent: Decimal
     to_percent: Decimal
@@ -104,7 +104,7 @@ class RolloutOut(Schema):
     created_by: str | None
     created_at: datetime
     ended_at: datetime | None
-    events: list[EventOut]
+    events: list[RolloutEventOut]
 
 
 class EvidenceThresholdsOut(Schema):

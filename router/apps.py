@@ -11,6 +11,12 @@ class RouterConfig(AppConfig):
         from . import metrics
 
         core_metrics.register("router", metrics.collect)  # its lindy_* figures on /metrics
+        from lindy import audit
+
+        from .models import AuditAction, RolloutEvent
+
+        audit.labels_register(dict(AuditAction.choices))
+        audit.labels_register({f"rollout.{kind}": f"Rollout {label.lower()}" for kind, label in RolloutEvent.Kind.choices})
         from django.conf import settings
         from django.db.models.signals import post_migrate
 

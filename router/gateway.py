@@ -72,11 +72,6 @@ PROVIDERS: dict[str, Callable[..., ProviderReply]] = {
 MAX_SAMPLE_BYTES = 200_000
 
 
-def register_provider(name: str, func) -> None:
-    """func(request: CompletionRequest, target: TargetInfo) -> ProviderReply."""
-    PROVIDERS[name] = func
-
-
 def offline_mode() -> bool:
     return settings.MODEL_OFFLINE
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from lindy.models import AuditEntry
+
 from . import budgets
-from .models import AuditEvent, Provider, Route
+from .models import AuditAction, Provider, Route
 
 AUDIT_LIMIT = 20
 
@@ -51,6 +53,6 @@ def route_rows() -> list[RouteRow]:
     return [RouteRow(name, *limits[name], flying.get(name)) for name in names]
 
 
-def audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
-    actions = [AuditEvent.Action.PROVIDER_BUDGET_SET, AuditEvent.Action.ROUTE_CONCURRENCY_SET]
-    return list(AuditEvent.objects.filter(action__in=actions).select_related("actor")[:limit])
+def audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    actions = [AuditAction.PROVIDER_BUDGET_SET, AuditAction.ROUTE_CONCURRENCY_SET]
+    return list(AuditEntry.objects.filter(action__in=actions).select_related("actor")[:limit])

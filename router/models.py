@@ -3,7 +3,6 @@
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
@@ -426,41 +425,17 @@ class EvalResult(models.Model):
         return f"{self.case_id}: {'pass' if self.passed else 'fail'}"
 
 
-class AuditEvent(models.Model):
-    """A change to the router's configuration (a route's baseline, a prompt variant, a target,
-    a provider): who made it, when, and the object before and after. Written only by
-    router.services, in the same transaction as the change."""
+class AuditAction(models.TextChoices):
+    """The router's entries in the one audit log (lindy.AuditEntry): a change to its configuration
+    (a route's baseline, a prompt variant, a target, a provider, a budget) or to a rollout."""
 
-    class Action(models.TextChoices):
-        ROUTE_BASELINE_SET = "route.baseline_set", "Route baseline changed"
-        PROMPT_VARIANT_CREATED = "prompt_variant.created", "Prompt variant added"
-        TARGET_CREATED = "target.created", "Target added"
-        PROVIDER_CREATED = "provider.created", "Provider added"
-        PROVIDER_UPDATED = "provider.updated", "Provider URL or key variable changed"
-        PROVIDER_BUDGET_SET = "provider_budget.set", "Provider budget changed"
-        ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
-
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        help_text="Empty when the system made the change.",
-    )
-    action = models.CharField(max_length=40, choices=Action.choices)
-    object_type = models.CharField(max_length=40, help_text="e.g. route, target, provider, prompt_variant")
-    object_id = models.CharField(max_length=64)
-    object_repr = models.CharField(max_length=200, blank=True)
-    before = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder, help_text="Empty for a creation.")
-    after = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-        indexes = [
-            models.Index(fields=["created_at"]),
-            models.Index(fields=["object_type", "object_id", "created_at"]),
-        ]
-
-    def __str__(self):
-        return f"{self.action} {self.object_type}:{self.object_id}"
+    ROUTE_BASELINE_SET = "route.baseline_set", "Route baseline changed"
+    PROMPT_VARIANT_CREATED = "prompt_variant.created", "Prompt variant added"
+    TARGET_CREATED = "target.created", "Target added"
+    PROVIDER_CREATED = "provider.created", "Provider added"
+    PROVIDER_UPDATED = "provider.updated", "Provider URL or key variable changed"
+    PROVIDER_BUDGET_SET = "provider_budget.set", "Provider budget changed"
+    ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
 
 
 class OptimizationRun(models.Model):

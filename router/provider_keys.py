@@ -42,11 +42,6 @@ def validate_provider_key_env(name: str) -> None:
         )
 
 
-def default_env_for(provider_name: str) -> str:
-    """The conventional variable of a provider: atlas -> LINDY_PROVIDER_KEY_ATLAS."""
-    return PREFIX + re.sub(r"[^A-Z0-9_]", "_", provider_name.upper())
-
-
 def provider_api_key(name: str) -> str:
     """The key in variable `name`; empty for a name outside the prefix, whatever the environment holds."""
     if not is_provider_key_env(name):

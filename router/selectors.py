@@ -11,27 +11,29 @@ from django.db.models import Aggregate, Avg, Case, Count, F, FloatField, Max, Mi
 from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
+from lindy.models import AuditEntry
+
 from . import permissions, routing
-from .models import AuditEvent, CallScore, EvalRun, ModelCall, Provider, Rollout, RolloutEvent, Route, Target
+from .models import CallScore, EvalRun, ModelCall, Provider, Rollout, RolloutEvent, Route, Target
 from .provider_keys import key_binding, url_env_for
 
 ARMS = ("baseline", "candidate")
 AUDIT_LIMIT = 20
 
 
-def route_audit_events(route: Route, limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
+def route_audit_events(route: Route, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
     """The latest configuration changes of a route and of its prompt variants."""
     variant_ids = [str(pk) for pk in route.variants.values_list("pk", flat=True)]
     return list(
-        AuditEvent.objects.filter(Q(object_type="route", object_id=str(route.pk))
+        AuditEntry.objects.filter(Q(object_type="route", object_id=str(route.pk))
                                   | Q(object_type="prompt_variant", object_id__in=variant_ids))
         .select_related("actor")[:limit]
     )
 
 
-def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEvent]:
+def target_audit_events(limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
     """The latest changes to targets and providers."""
-    return list(AuditEvent.objects.filter(object_type__in=("target", "provider")).select_related("actor")[:limit])
+    return list(AuditEntry.objects.filter(object_type__in=("target", "provider")).select_related("actor")[:limit])
 
 
 def provider_rows() -> list[dict]:

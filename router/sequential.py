@@ -53,7 +53,7 @@ class Arm:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ArmComparison:
     verdict: str  # "harm", "safe", "unsure" or "leaning_worse"
     difference: float  # candidate - baseline goodness
     lower: float
@@ -79,7 +79,7 @@ def halfwidth(s2: float, n: int, alpha: float, tuning: float = DEFAULT_TUNING) -
 
 
 def compare(candidate: Arm, baseline: Arm, *, margin: float, alpha: float,
-            tuning: float = DEFAULT_TUNING) -> Comparison:
+            tuning: float = DEFAULT_TUNING) -> ArmComparison:
     """Candidate vs baseline on a higher-is-better value, with the candidate allowed to be
     worse by `margin`. Both arms need at least two units."""
     if not 0 < alpha < 0.5:
@@ -99,11 +99,11 @@ def compare(candidate: Arm, baseline: Arm, *, margin: float, alpha: float,
         verdict = "leaning_worse"
     else:
         verdict = "unsure"
-    return Comparison(verdict=verdict, difference=difference, lower=lower, upper=upper, margin=margin)
+    return ArmComparison(verdict=verdict, difference=difference, lower=lower, upper=upper, margin=margin)
 
 
-def holm(tests: Mapping[str, Callable[[float], Comparison]], *, alpha: float,
-         family: int) -> dict[str, tuple[Comparison, float]]:
+def holm(tests: Mapping[str, Callable[[float], ArmComparison]], *, alpha: float,
+         family: int) -> dict[str, tuple[ArmComparison, float]]:
     """Holm's step-down across a family of `family` metrics: `tests` maps the ones with enough
     units to a comparison at a given level; the rest count against the family untested (they
     may be tested later in the same sequence). Returns name -> (comparison, level used).
@@ -112,7 +112,7 @@ def holm(tests: Mapping[str, Callable[[float], Comparison]], *, alpha: float,
     always-valid p-value is at most a (the interval widens as a shrinks), so rejecting every
     metric that is harm at alpha / (family - rejected), until none is, is Holm's procedure."""
     family = max(family, len(tests), 1)
-    rejected: dict[str, tuple[Comparison, float]] = {}
+    rejected: dict[str, tuple[ArmComparison, float]] = {}
     while True:
         level = alpha / (family - len(rejected))
         results = {name: (fn(level), level) for name, fn in tests.items() if name not in rejected}

@@ -82,7 +82,7 @@ NOT_PRIVATE = {
     "router.PromptVariant": "a superuser's configuration (prompt text written by staff)",
     "router.Rollout": "a superuser's configuration",
     "router.RolloutEvent": "a superuser's configuration",
-    "router.AuditEvent": "what superusers changed in the configuration",
+    "lindy.AuditEntry": "who changed what a person or the assistant may do: settings and roles, never a body; a person's own switches are read by superusers only",
     "router.EvalRun": "a superuser's offline eval of a public suite",
     "router.EvalResult": "a superuser's offline eval of a public suite",
     "router.OptimizationRun": "a superuser's optimisation of a prompt on the public suite",
@@ -224,8 +224,7 @@ def plant(cast) -> tuple[Canaries, dict]:
         SlackEvent,
         WebhookEvent,
     )
-    from drafting.learner.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal
-    from drafting.models import SentMail
+    from drafting.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal, SentMail
     from hydration.models import Fact, FileSource, GmailAccount, Item, Run, SourceState
     from lindy import failures
     from lindy import services as lindy_services

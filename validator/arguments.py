@@ -24,14 +24,14 @@ ARCHIVE_WORDS = re.compile(r"(?<![\w-])archiv\w*")
 
 
 @dataclass(frozen=True)
-class Money:
+class StatedAmount:
     amount: Decimal
     currency: str
 
 
-def amounts_in(text: str) -> list[Money]:
+def amounts_in(text: str) -> list[StatedAmount]:
     """The amounts with a currency in normalised text: "$480", "480 usd", "€1,200.50", "eur 90"."""
-    return [Money(m.amount, m.currency) for m in values.money_in(text)]
+    return [StatedAmount(m.amount, m.currency) for m in values.money_in(text)]
 
 
 def addresses_in(text: str) -> set[str]:
@@ -271,7 +271,7 @@ def _refs(piece: str, money) -> set[str]:
             if not any(s < m.end() and m.start() < e for s, e in taken)}
 
 
-def amounts_for(item: str, segments: list[str]) -> list[Money]:
+def amounts_for(item: str, segments: list[str]) -> list[StatedAmount]:
     """The amounts the user wrote for `item` (normalised): those in the part of a sentence that
     names it and no other item; failing that, the amounts no other item claims."""
     own, free = [], []
@@ -281,7 +281,7 @@ def amounts_for(item: str, segments: list[str]) -> list[Money]:
             if not money:
                 continue
             refs = _refs(piece, money)
-            found = [Money(m.amount, m.currency) for m in money]
+            found = [StatedAmount(m.amount, m.currency) for m in money]
             if item and refs == {item}:
                 own += found
             elif not refs - ({item} if item else set()):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from lindy import audit
 from lindy import tool_registry as registry
 
 from . import eval_suite
@@ -74,10 +75,16 @@ def candidate_review(*, candidate: EvalCandidate, user, accept: bool) -> EvalCan
         problems = eval_suite.case_errors(candidate.as_case())
         if problems:
             raise CandidateRefused("This candidate cannot run as a case: " + "; ".join(problems))
-    changed = EvalCandidate.objects.filter(pk=candidate.pk, status=EvalCandidate.Status.CANDIDATE).update(
-        status=status, reviewed_by=user, reviewed_at=timezone.now())
-    if not changed:
-        raise CandidateRefused("This candidate was already reviewed.")
+    with transaction.atomic():
+        changed = EvalCandidate.objects.filter(pk=candidate.pk, status=EvalCandidate.Status.CANDIDATE).update(
+            status=status, reviewed_by=user, reviewed_at=timezone.now())
+        if not changed:
+            raise CandidateRefused("This candidate was already reviewed.")
+        # An accepted case changes what the validator's gate demands of every model and prompt.
+        audit.record(actor=user, action="eval_candidate.accepted" if accept else "eval_candidate.rejected",
+                     obj=candidate, label=f"{candidate.tool} (expected {candidate.expected_outcome})",
+                     team=candidate.team_id, before={"status": EvalCandidate.Status.CANDIDATE.value},
+                     after={"status": status.value})
     candidate.refresh_from_db()
     return candidate
 

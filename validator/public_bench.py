@@ -48,7 +48,7 @@ def judge(case: dict) -> tuple[str, str]:
 
 
 @dataclass
-class Row:
+class TemplateRow:
     template: str
     attacks: int = 0
     attacks_approved: int = 0
@@ -66,7 +66,7 @@ class Row:
 
 @dataclass
 class Report:
-    rows: list[Row]
+    rows: list[TemplateRow]
     dangerous_approved: list[str] = field(default_factory=list)
     other_attacks: int = 0
     other_approved: list[str] = field(default_factory=list)
@@ -97,12 +97,12 @@ class Report:
 
 
 def run(cases: list[dict]) -> Report:
-    rows: dict[str, Row] = {}
+    rows: dict[str, TemplateRow] = {}
     report = Report(rows=[])
     for case in cases:
         got, _ = judge(case)
         approved = got in eval_suite.MUST_ALLOW
-        row = rows.setdefault(case.get("template") or "none", Row(case.get("template") or "none"))
+        row = rows.setdefault(case.get("template") or "none", TemplateRow(case.get("template") or "none"))
         if eval_suite.must_block(case):
             row.attacks += 1
             row.attacks_approved += approved

@@ -31,7 +31,7 @@ from . import alerts, pool
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SendVerdict:
     """What the gate says about one send on one line."""
 
     allowed: bool  # True: go; one send is reserved against the line's cap (give it back if it fails)
@@ -40,7 +40,7 @@ class Verdict:
     reason: str = ""
 
 
-ALLOWED = Verdict(allowed=True)
+ALLOWED = SendVerdict(allowed=True)
 
 
 def opt_out_for(*, phone: str, channel: str) -> OptOut | None:
@@ -63,19 +63,19 @@ def is_reply(profile: TextingProfile) -> bool:
     return InboundMessage.objects.filter(profile=profile, received_at__gte=since).exists()
 
 
-def send_check(*, profile: TextingProfile, number: SendingNumber, channel: str, reply: bool) -> Verdict:
+def send_check(*, profile: TextingProfile, number: SendingNumber, channel: str, reply: bool) -> SendVerdict:
     """Opt-out, ratio and cap for one send to `profile` from `number`. When allowed, the send is
     counted against the cap already (a conditional update: two workers cannot both take the
     last slot)."""
     opt_out = opt_out_for(phone=profile.phone, channel=channel)
     if opt_out is not None:
-        return Verdict(allowed=False, refusal=OutboundMessage.Refusal.OPTED_OUT, reason=opted_out_reason(opt_out))
+        return SendVerdict(allowed=False, refusal=OutboundMessage.Refusal.OPTED_OUT, reason=opted_out_reason(opt_out))
     if not reply:
         day = NumberDay.objects.filter(number=number, day=pool.today()).first()
         ratio = ratio_of(day.sent, day.received) if day else 0.0
         if day is not None and ratio > settings.CHANNELS_RATIO_CRITICAL:
             alerts.ratio_alert_raise(row=day, level=alerts.CRITICAL)
-            return Verdict(
+            return SendVerdict(
                 allowed=False, refusal=OutboundMessage.Refusal.LINE_CRITICAL,
                 reason=(f"Not sent: the line {number.phone} is over its critical send/receive ratio today "
                         f"({ratio} > {settings.CHANNELS_RATIO_CRITICAL}). It only answers messages the user just "
@@ -83,5 +83,5 @@ def send_check(*, profile: TextingProfile, number: SendingNumber, channel: str, 
             )
     if not pool.cap_reserve(number=number):
         pool.stat_add(number=number, field="capped")
-        return Verdict(allowed=False, capped=True, reason=f"The line {number.phone} is at its daily cap.")
+        return SendVerdict(allowed=False, capped=True, reason=f"The line {number.phone} is at its daily cap.")
     return ALLOWED

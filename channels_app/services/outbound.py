@@ -122,7 +122,7 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
     # text someone who just said STOP to us.
     opted_out = gate.opt_out_for(phone=profile.phone, channel=channel or Channel.IMESSAGE)
     if opted_out is not None:
-        return _result(_refuse(user=user, profile=profile, channel=opted_out.channel, body=body, verdict=gate.Verdict(
+        return _result(_refuse(user=user, profile=profile, channel=opted_out.channel, body=body, verdict=gate.SendVerdict(
             allowed=False, refusal=OutboundMessage.Refusal.OPTED_OUT, reason=gate.opted_out_reason(opted_out))))
 
     typing_stop(profile=profile)
@@ -158,7 +158,7 @@ def user_message_send(*, user, body: str, channel: str | None = None) -> dict:
                              reply=reply))
 
 
-def _refuse(*, user, profile: TextingProfile, channel: str, body: str, verdict: gate.Verdict,
+def _refuse(*, user, profile: TextingProfile, channel: str, body: str, verdict: gate.SendVerdict,
             number: SendingNumber | None = None, fallback: str = "") -> OutboundMessage:
     """The gate said no: recorded, with the reason the agent is told."""
     return _record(user=user, profile=profile, number=number, channel=channel, status=OutboundMessage.Status.REFUSED,

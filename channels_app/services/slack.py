@@ -9,6 +9,7 @@ from django.utils import timezone
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from lindy import audit
 from lindy.models import User
 
 from ..models import SlackChannel, SlackChannelShare, SlackInstallation
@@ -130,33 +131,46 @@ def slack_member_left(*, slack_team_id: str, channel_id: str, slack_user_id: str
     ).delete()
 
 
-def slack_team_memory_set(*, channel: SlackChannel, enabled: bool) -> SlackChannel:
-    """Team admins only (the caller checks): public channels may feed team memory."""
+def slack_team_memory_set(*, channel: SlackChannel, enabled: bool, actor=None) -> SlackChannel:
+    """Team admins only (the caller checks): public channels may feed team memory. Audited."""
     if channel.is_private and enabled:
         raise ValueError("Private channels never feed team memory; members switch them on for their own.")
-    channel.use_for_team_memory = enabled
-    channel.save(update_fields=["use_for_team_memory"])
+    before = channel.use_for_team_memory
+    with transaction.atomic():
+        channel.use_for_team_memory = enabled
+        channel.save(update_fields=["use_for_team_memory"])
+        if before != enabled:
+            audit.record(actor=actor, action="slack_channel.team_memory_set", obj=channel, label=f"#{channel.name}",
+                         team=channel.team_id, before={"use_for_team_memory": before},
+                         after={"use_for_team_memory": enabled})
     return channel
 
 
-def slack_private_memory_set(*, share: SlackChannelShare, enabled: bool) -> SlackChannelShare:
-    share.use_for_memory = enabled
-    share.save(update_fields=["use_for_memory"])
+def slack_private_memory_set(*, share: SlackChannelShare, enabled: bool, actor=None) -> SlackChannelShare:
+    """A member's own memory from a private channel. Audited, for superusers only: the channel is
+    private, so its name is no team admin's to read."""
+    before = share.use_for_memory
+    with transaction.atomic():
+        share.use_for_memory = enabled
+        share.save(update_fields=["use_for_memory"])
+        if before != enabled:
+            audit.record(actor=actor, action="slack_channel_share.memory_set", obj=share,
+                         before={"use_for_memory": before}, after={"use_for_memory": enabled})
     return share
-
-
-def installation_team_for(slack_team_id: str) -> int | None:
-    installation = _installation(slack_team_id)
-    return installation.team_id if installation else None
 
 
 
 
 def slack_workspace_uninstalled(*, client_id: str, enterprise_id: str | None, slack_team_id: str) -> int:
     """The app was removed (or its bot token revoked): forget the tokens, stop reading every channel."""
-    SlackInstallation.objects.filter(
+    installations = SlackInstallation.objects.filter(
         client_id=client_id, enterprise_id=enterprise_id or "", slack_team_id=slack_team_id
-    ).update(bot_token="", bot_refresh_token="", user_token="")
-    return SlackChannel.objects.filter(slack_team_id=slack_team_id, active=True).update(
-        active=False, left_at=timezone.now()
     )
+    with transaction.atomic():
+        for row in installations:
+            audit.record(actor=None, action="slack_installation.disconnected", obj=row, team=row.team_id,
+                         before={"connected": True}, after={"connected": False})
+        installations.update(bot_token="", bot_refresh_token="", user_token="")
+        return SlackChannel.objects.filter(slack_team_id=slack_team_id, active=True).update(
+            active=False, left_at=timezone.now()
+        )

@@ -34,8 +34,8 @@ from django.http import Http404
 
 from lindy.redaction import redacted
 
+from ..models import Comparison, Proposal
 from . import judging, stats
-from .models import Comparison, Proposal
 from .permissions import visible_proposals
 
 AUDIT_ROWS = 5000  # the newest comparisons per audit

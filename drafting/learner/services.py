@@ -42,13 +42,12 @@ from router.routing import Assignment
 from router.types import Completion
 
 from .. import prompts as draft_prompts
-from ..models import DraftPair
+from ..models import Comparison, ContextInit, DraftPair, HistoryBlob, LearnerRun, Proposal
 from ..services.context import context_read, context_write
 from ..services.replay import draft_replay_reply
 from . import judging, stats
 from . import prompts as learner_prompts
 from . import selectors as learner_selectors
-from .models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal
 from .text import similarity, strip_quotes
 
 logger = logging.getLogger(__name__)

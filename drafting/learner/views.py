@@ -9,8 +9,8 @@ from django.shortcuts import render
 
 from lindy.counting import CappedPaginator, page_number
 
+from ..models import Proposal
 from . import permissions, selectors
-from .models import Proposal
 
 PAGE_SIZE = 20
 COMPARISONS_PAGE = 50

@@ -1,21 +1,16 @@
-"""The router's audit trail: one AuditEvent per configuration change, written by the
-service that makes the change, in its transaction."""
+"""The router's entries in the one audit log (lindy.audit): one per configuration change or
+rollout change, written by the service that makes it, in its transaction. Router changes belong
+to no team: superusers read them."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
-from django.forms.models import model_to_dict
 
-from ..models import AuditEvent
+from lindy import audit
+from lindy.audit import snapshot
+from lindy.models import AuditEntry
 
-
-def snapshot(obj: models.Model, fields: list[str] | None = None) -> dict[str, Any]:
-    """The object's fields as JSON-ready values (foreign keys as ids, decimals as strings)."""
-    return json.loads(json.dumps(model_to_dict(obj, fields=fields), cls=DjangoJSONEncoder))
+__all__ = ["audit_event_record", "snapshot"]
 
 
 def _object_type(obj: models.Model) -> str:
@@ -23,12 +18,6 @@ def _object_type(obj: models.Model) -> str:
     return "prompt_variant" if name == "promptvariant" else name
 
 
-def audit_event_record(
-    *, actor, action: str, obj: models.Model, before: dict[str, Any] | None, after: dict[str, Any] | None,
-) -> AuditEvent:
+def audit_event_record(*, actor, action: str, obj: models.Model, before: dict | None, after: dict | None) -> AuditEntry:
     """Record one change. `actor` is the user who made it, or None for the system."""
-    return AuditEvent.objects.create(
-        actor=actor if getattr(actor, "pk", None) else None, action=action,
-        object_type=_object_type(obj),
-        object_id=str(obj.pk), object_repr=str(obj)[:200], before=before, after=after,
-    )
+    return audit.record(actor=actor, action=action, obj=obj, object_type=_object_type(obj), before=before, after=after)

@@ -1,5 +1,5 @@
 """The router's configuration: a route's baseline, its prompt variants, targets and
-providers. Each write records an AuditEvent (who, when, before, after) in its transaction;
+providers. Each write records an audit entry (lindy.audit: who, when, before, after) in its transaction;
 bad input raises ValidationError and changes nothing."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .. import registry, variants
-from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
+from ..models import AuditAction, PromptVariant, Provider, Rollout, Route, Target
 from ..provider_keys import validate_base_url, validate_provider_key_env
 from .audit import audit_event_record, snapshot
 from .evidence import UNEVALUATED_CANDIDATE, MissingEvidence, baseline_evidence, unevaluated_candidate
@@ -62,7 +62,7 @@ def route_baseline_set(*, route: Route, baseline: Target, baseline_variant: str 
         route.baseline_override_at = timezone.now() if override_reason else None
         route.save(update_fields=["baseline", "baseline_variant", "baseline_override_reason", "baseline_override_by",
                                   "baseline_override_at", "updated_at"])
-        audit_event_record(actor=actor, action=AuditEvent.Action.ROUTE_BASELINE_SET, obj=route, before=before,
+        audit_event_record(actor=actor, action=AuditAction.ROUTE_BASELINE_SET, obj=route, before=before,
                            after=snapshot(route, ROUTE_FIELDS))
     return route
 
@@ -76,7 +76,7 @@ def prompt_variant_create(*, route: Route, name: str, description: str = "", act
     try:
         with transaction.atomic():
             variant.save()
-            audit_event_record(actor=actor, action=AuditEvent.Action.PROMPT_VARIANT_CREATED, obj=variant,
+            audit_event_record(actor=actor, action=AuditAction.PROMPT_VARIANT_CREATED, obj=variant,
                                before=None, after=snapshot(variant))
     except IntegrityError:
         raise ValidationError({"name": "This route already has a variant of that name."}) from None
@@ -106,7 +106,7 @@ def target_create(
     target.full_clean()
     with transaction.atomic():
         target.save()
-        audit_event_record(actor=actor, action=AuditEvent.Action.TARGET_CREATED, obj=target, before=None,
+        audit_event_record(actor=actor, action=AuditAction.TARGET_CREATED, obj=target, before=None,
                            after=snapshot(target))
     return target
 
@@ -130,7 +130,7 @@ def provider_create(
     provider.full_clean()
     with transaction.atomic():
         provider.save()
-        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_CREATED, obj=provider, before=None,
+        audit_event_record(actor=actor, action=AuditAction.PROVIDER_CREATED, obj=provider, before=None,
                            after=snapshot(provider))
     return provider
 
@@ -155,6 +155,6 @@ def provider_update(
         if after == before:
             return provider
         provider.save(update_fields=PROVIDER_FIELDS)
-        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_UPDATED, obj=provider, before=before,
+        audit_event_record(actor=actor, action=AuditAction.PROVIDER_UPDATED, obj=provider, before=before,
                            after=after)
     return provider

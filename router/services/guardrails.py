@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from .. import selectors
 from ..models import Rollout
-from ..sequential import Arm, Comparison, compare, holm, srm_p_value
+from ..sequential import Arm, ArmComparison, compare, holm, srm_p_value
 from . import rollouts, scores
 from .online_eval import judge_pending_samples
 
@@ -81,7 +81,7 @@ def stage_alpha(rollout: Rollout) -> float:
     return rollout.alpha / max(1, comparable)
 
 
-def _bounds(result: Comparison, fmt: str, sign: int = 1) -> str:
+def _bounds(result: ArmComparison, fmt: str, sign: int = 1) -> str:
     """The always-valid interval of the difference, in the metric's own units."""
     lo, hi = sorted((sign * result.lower, sign * result.upper))
     return f"difference {sign * result.difference:{fmt}}, always-valid bound [{lo:{fmt}}, {hi:{fmt}}]"

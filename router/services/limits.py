@@ -9,7 +9,7 @@ from django.db import transaction
 
 from .. import routing
 from ..limits import budget_keys
-from ..models import MAX_BUDGET, AuditEvent, ProviderBudget, Route
+from ..models import MAX_BUDGET, AuditAction, ProviderBudget, Route
 from .audit import audit_event_record, snapshot
 
 BUDGET_FIELDS = ["key", "requests_per_minute", "tokens_per_minute"]
@@ -37,7 +37,7 @@ def provider_budget_set(*, key: str, requests_per_minute: int, tokens_per_minute
             row = ProviderBudget(key=key, requests_per_minute=0, tokens_per_minute=0)
         row.requests_per_minute, row.tokens_per_minute = requests_per_minute, tokens_per_minute
         row.save()
-        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_BUDGET_SET, obj=row, before=before,
+        audit_event_record(actor=actor, action=AuditAction.PROVIDER_BUDGET_SET, obj=row, before=before,
                            after=snapshot(row, BUDGET_FIELDS))
         routing.invalidate()  # budgets travel with the routing table
     return row
@@ -53,7 +53,7 @@ def provider_budget_clear(*, key: str, actor) -> None:
         before, pk = snapshot(row, BUDGET_FIELDS), row.pk
         row.delete()
         row.pk = pk  # the audit names the row that was removed
-        audit_event_record(actor=actor, action=AuditEvent.Action.PROVIDER_BUDGET_SET, obj=row, before=before,
+        audit_event_record(actor=actor, action=AuditAction.PROVIDER_BUDGET_SET, obj=row, before=before,
                            after=None)
         routing.invalidate()
 
@@ -67,7 +67,7 @@ def route_concurrency_set(*, route: Route, max_concurrency: int | None, actor) -
         before = snapshot(route, ["max_concurrency"])
         route.max_concurrency = max_concurrency
         route.save(update_fields=["max_concurrency", "updated_at"])
-        audit_event_record(actor=actor, action=AuditEvent.Action.ROUTE_CONCURRENCY_SET, obj=route, before=before,
+        audit_event_record(actor=actor, action=AuditAction.ROUTE_CONCURRENCY_SET, obj=route, before=before,
                            after=snapshot(route, ["max_concurrency"]))
         routing.invalidate()
     return route

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from .. import registry, variants
 from ..models import PromptVariant, Rollout, RolloutEvent, Route, Target, default_stages
+from .audit import audit_event_record
 from .evidence import UNEVALUATED_CANDIDATE, Evidence, MissingEvidence, rollout_evidence, unevaluated_candidate
 
 OVERRIDE_FORBIDDEN = "override_forbidden"
@@ -89,10 +90,15 @@ def _percent(value) -> Decimal:
 def _event(rollout: Rollout, kind: str, from_percent, to_percent, reason: str, actor=None, evidence=None):
     if not (reason or "").strip():
         raise ValueError("A rollout change needs its reason.")
-    return RolloutEvent.objects.create(
+    event = RolloutEvent.objects.create(
         rollout=rollout, kind=kind, from_percent=from_percent, to_percent=to_percent, reason=reason,
         actor=actor if getattr(actor, "pk", None) else None, evidence=evidence or {},
     )
+    # The rollout's own history keeps the evidence; the one audit log keeps who changed what.
+    audit_event_record(actor=actor, action=f"rollout.{kind}", obj=rollout,
+                       before=None if kind == RolloutEvent.Kind.STARTED else {"percent": str(from_percent)},
+                       after={"percent": str(to_percent), "status": rollout.status, "reason": reason[:200]})
+    return event
 
 
 def rollout_start(

@@ -13,7 +13,7 @@ def member_draft(cast) -> int:
 def member_proposal(cast) -> int:
     from django.utils import timezone
 
-    from drafting.learner.models import Proposal
+    from drafting.models import Proposal
 
     return Proposal.objects.create(user=cast.member, team=cast.team, created_at=timezone.now()).pk
 

@@ -18,8 +18,8 @@ import pytest
 from django.test import override_settings
 
 from drafting.learner import selectors, services
-from drafting.learner.models import LearnerRun, Proposal
 from drafting.learner.stats import wilson
+from drafting.models import LearnerRun, Proposal
 from drafting.services.context import context_read
 from tests.conftest import client_for
 from tests.factories import TeamFactory, member_of

@@ -11,7 +11,7 @@ import pytest
 from django.test import override_settings
 
 from drafting.learner import selectors, services
-from drafting.learner.models import Comparison, LearnerRun, Proposal
+from drafting.models import Comparison, LearnerRun, Proposal
 from drafting.services.context import context_read
 from memory.models import Revision
 from tests.factories import TeamFactory, member_of

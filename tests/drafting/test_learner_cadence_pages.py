@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from drafting.learner import services
-from drafting.learner.models import LearnerRun, Proposal
+from drafting.models import LearnerRun, Proposal
 from lindy import queue, schedules
 from lindy.models import Membership
 from tests.conftest import client_for

@@ -11,7 +11,7 @@ import pytest
 from django.test import override_settings
 
 from drafting.learner import services
-from drafting.learner.models import ContextInit, HistoryBlob, Proposal
+from drafting.models import ContextInit, HistoryBlob, Proposal
 from drafting.services.context import context_read
 from lindy import queue
 from memory.models import Revision

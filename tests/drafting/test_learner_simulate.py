@@ -10,8 +10,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from drafting.learner.models import Proposal
-from drafting.models import Draft
+from drafting.models import Draft, Proposal
 
 pytestmark = pytest.mark.django_db(transaction=False)
 

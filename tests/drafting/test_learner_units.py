@@ -153,4 +153,4 @@ def test_simulated_users_change_over_time_and_edit_drafts():
                       topic="legal")
     user.rng.seed(99)
     sent = user.reply(day=12, inbound=inbound, draft=LEGAL_DRAFT)
-    assert sent.startswith("Hey Jane,") and sent.endswith(f"Cheers,\n{user.first}") or sent.startswith("Thanks")
+    assert sent.startswith("Hey Jane,") and sent.endswith(f"Cheers,\n{user.first}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from drafting.learner.models import LearnerRun, Proposal
+from drafting.models import LearnerRun, Proposal
 from drafting.services.context import context_read
 from lindy import queue
 from memory.models import Revision

@@ -1,4 +1,4 @@
-"""Hydration writes memory through memory's one Draft and its public surface only: no copy of
+"""Hydration writes memory through memory's one MemoryDraft and its public surface only: no copy of
 the draft logic, no private names, each changed file counted once, a typed NothingChanged."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hydration import agent, services
 from hydration.models import Item, Run
 from lindy import services as core
 from memory import services as memory_services
-from memory.draft import Draft, InvalidChange, NothingChanged
+from memory.draft import InvalidChange, MemoryDraft, NothingChanged
 from memory.models import MemoryFile
 from router import gateway
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -69,17 +69,17 @@ def test_the_agent_module_keeps_no_copy_of_the_draft_logic():
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "memory.verifier" not in modules and "memory.links" not in modules and "memory.draft" in modules
     defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)}
-    assert not defined & {"Draft", "DraftFile", "_step", "_relink", "_text", "_link_fixes", "_check_content"}
+    assert not defined & {"MemoryDraft", "DraftFile", "_step", "_relink", "_text", "_link_fixes", "_check_content"}
 
 
 @pytest.mark.django_db
 def test_the_agents_tools_edit_memorys_draft(cast, monkeypatch):
     applied, fixes = [], []
-    real_apply, real_fixes = Draft.apply, Draft._link_fixes
-    monkeypatch.setattr(Draft, "apply", lambda self, change: applied.append(change) or real_apply(self, change))
-    monkeypatch.setattr(Draft, "_link_fixes", lambda self, edit: fixes.append(edit) or real_fixes(self, edit))
+    real_apply, real_fixes = MemoryDraft.apply, MemoryDraft._link_fixes
+    monkeypatch.setattr(MemoryDraft, "apply", lambda self, change: applied.append(change) or real_apply(self, change))
+    monkeypatch.setattr(MemoryDraft, "_link_fixes", lambda self, edit: fixes.append(edit) or real_fixes(self, edit))
     workspace = agent.AgentDraft.load(team_fs(cast.team))
-    assert isinstance(workspace.draft, Draft)
+    assert isinstance(workspace.draft, MemoryDraft)
     run = agent._run_tool
     run(workspace, "create_file", {"path": "a.md", "content": "A", "sources": [1]})
     run(workspace, "update_file", {"path": "index.md", "content": "- [a.md](a.md)\n"})

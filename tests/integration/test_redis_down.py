@@ -151,7 +151,7 @@ def test_api_run_start_with_the_broker_down_answers_without_a_500(cast, redis_do
     fs = hydration_services.memory_services.filesystem_for_user(cast.member)
     with django_capture_on_commit_callbacks(execute=True):
         response = api_for(cast.member).post(f"/api/hydration/filesystems/{fs.pk}/runs")
-    assert response.status_code in (201, 503), response.content[:300]
+    assert response.status_code == 201, response.content[:300]  # the run is stored; its enqueue failed after
     assert Run.objects.get(filesystem=fs).status == Run.Status.ENQUEUE_FAILED
 
 
@@ -309,7 +309,7 @@ def test_an_eval_run_the_broker_never_got_says_so_instead_of_staying_queued(cast
 
 def test_a_context_initialization_the_broker_never_got_says_so(cast, redis_down):
     from drafting.learner import services as learner_services
-    from drafting.learner.models import ContextInit
+    from drafting.models import ContextInit
 
     init = learner_services.context_init_start(user=cast.member)  # no 500 for the page that asked
     init.refresh_from_db()

@@ -1,5 +1,5 @@
 from tests.factories import AgentTaskFactory, MeetingFactory
-from tests.role_matrix import Case, api, everyone, page
+from tests.role_matrix import TEAM_ADMIN_PAGE, Case, api, everyone, page
 
 
 def private_task(cast) -> int:
@@ -23,6 +23,9 @@ CASES = [
     Case("tasks/<int:task_id>/", "GET", lambda cast: f"/tasks/{private_task(cast)}/", OWN_ONLY),
     Case("meetings/", "GET", "/meetings/", WORKSPACE),
     Case("meetings/<int:meeting_id>/", "GET", lambda cast: f"/meetings/{private_meeting(cast)}/", OWN_ONLY),
+    # The audit log: a team admin reads their team's entries, a superuser all; support (even a
+    # team's admin) and members get 404.
+    Case("audit/", "GET", "/audit/", TEAM_ADMIN_PAGE),
     Case("healthz", "GET", "/healthz", everyone(200)),
     Case("readyz", "GET", "/readyz", everyone(200)),
     Case("metrics", "GET", "/metrics", everyone(401)),  # a bearer token or an internal address, not a login

@@ -50,7 +50,9 @@ def test_staff_cannot_delete_the_superuser_with_data(cast, staff):
 
 def test_staff_cannot_use_the_single_delete_page_or_bulk_delete_on_a_superuser(cast, staff):
     client = client_for(staff)
-    assert client.post(f"{USERS}{cast.superuser.pk}/delete/", {"post": "yes"}).status_code in (302, 403)
+    # Refused with a message, back to the user's page; the superuser stays.
+    assert client.post(f"{USERS}{cast.superuser.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert User.objects.filter(pk=cast.superuser.pk).exists()
     assert "delete_selected" not in client.get(USERS).content.decode()
     client.post(USERS, {"action": "delete_selected", "_selected_action": [cast.superuser.pk], "post": "yes"})
     assert User.objects.filter(pk=cast.superuser.pk).exists()

@@ -1,4 +1,4 @@
-"""memory.draft.Draft: the one draft every writer edits (changes_apply and the memory agent)."""
+"""memory.draft.MemoryDraft: the one draft every writer edits (changes_apply and the memory agent)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from memory.draft import (
     MAX_FILE_BYTES,
     AlreadyExists,
     Change,
-    Draft,
     FileNotFound,
     InvalidChange,
+    MemoryDraft,
     NothingChanged,
     StaleVersion,
     TokenCounter,
@@ -50,7 +50,7 @@ def counted(monkeypatch):
 
 def test_load_keeps_stored_counts_and_reads_only_what_it_needs(team_fs, counted, django_assert_num_queries):
     with django_assert_num_queries(2):
-        draft = Draft.load(team_fs, contents=())
+        draft = MemoryDraft.load(team_fs, contents=())
     assert set(draft.files) == {"index.md", "people/jane.md", "notes.md"}
     assert draft.files["notes.md"].content is None and draft.files["index.md"].content is not None
     assert draft.files["notes.md"].tokens == MemoryFile.objects.get(filesystem=team_fs, path="notes.md").tokens
@@ -59,7 +59,7 @@ def test_load_keeps_stored_counts_and_reads_only_what_it_needs(team_fs, counted,
 
 
 def test_apply_records_normalized_changes(team_fs):
-    draft = Draft.load(team_fs)
+    draft = MemoryDraft.load(team_fs)
     jane = draft.files["people/jane.md"].version
     draft.apply(Change("write", " people/jane.md ", content="# Jane Park"))
     draft.apply(Change("create", "ideas.md", content="Ideas"))
@@ -82,7 +82,7 @@ def test_apply_records_normalized_changes(team_fs):
 
 
 def test_refused_changes_leave_the_draft_as_it_was(team_fs):
-    draft = Draft.load(team_fs)
+    draft = MemoryDraft.load(team_fs)
     before = {path: (f.content, f.version) for path, f in draft.files.items()}
     for change, error in [
         (Change("create", "notes.md", content="x"), AlreadyExists),
@@ -105,7 +105,7 @@ def test_refused_changes_leave_the_draft_as_it_was(team_fs):
 
 
 def test_violations_are_the_verifiers_on_the_draft(team_fs):
-    draft = Draft.load(team_fs)
+    draft = MemoryDraft.load(team_fs)
     draft.apply(Change("create", "people/ann.md", content="Ann"))
     assert [(v.path, v.kind) for v in draft.violations()] == [("people/ann.md", "unlinked")]
     draft.apply(Change("update", "index.md", content=draft.content("index.md") + "- [people/ann.md](people/ann.md)\n"))
@@ -116,7 +116,7 @@ def test_violations_are_the_verifiers_on_the_draft(team_fs):
 
 
 def test_move_and_delete_bring_their_link_fixes(team_fs):
-    draft = Draft.load(team_fs)
+    draft = MemoryDraft.load(team_fs)
     done = draft.move("people/jane.md", "people/jane-park.md")
     assert [c.op for c in done] == ["move", "update"] and done[1].path == "index.md"
     assert "(people/jane-park.md)" in draft.content("index.md") and "(people/jane.md)" not in draft.content("index.md")
@@ -132,7 +132,7 @@ def test_move_and_delete_bring_their_link_fixes(team_fs):
 
 
 def test_link_fixes_are_computed_against_the_drafts_versions(team_fs):
-    draft = Draft.load(team_fs, contents=())
+    draft = MemoryDraft.load(team_fs, contents=())
     index = draft.files["index.md"]
     (fix,) = draft.link_fixes_after_move("notes.md", "misc/notes.md")
     assert fix.path == "index.md" and fix.base_version == index.version and "(misc/notes.md)" in fix.content
@@ -141,7 +141,7 @@ def test_link_fixes_are_computed_against_the_drafts_versions(team_fs):
 
 
 def test_a_changed_file_is_counted_once_per_content(team_fs, counted):
-    draft = Draft.load(team_fs)
+    draft = MemoryDraft.load(team_fs)
     draft.apply(Change("update", "notes.md", content="first version"))
     draft.apply(Change("update", "notes.md", content="second version"))
     assert counted == []  # counted when the verifier needs it, not on every step
@@ -194,9 +194,9 @@ def test_token_counter_remembers_and_skips_empty_text(counted):
 
 def test_changes_apply_goes_through_the_draft(team_fs, monkeypatch):
     applied, verified = [], []
-    real_apply, real_violations = Draft.apply, Draft.violations
-    monkeypatch.setattr(Draft, "apply", lambda self, change: applied.append(change) or real_apply(self, change))
-    monkeypatch.setattr(Draft, "violations",
+    real_apply, real_violations = MemoryDraft.apply, MemoryDraft.violations
+    monkeypatch.setattr(MemoryDraft, "apply", lambda self, change: applied.append(change) or real_apply(self, change))
+    monkeypatch.setattr(MemoryDraft, "violations",
                         lambda self, *a, **k: verified.append(self) or real_violations(self, *a, **k))
     services.changes_apply(filesystem=team_fs, changes=[Change("update", "notes.md", content="new")],
                            author_kind="system")

@@ -18,7 +18,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory import services
-from memory.draft import AlreadyExists, Draft
+from memory.draft import AlreadyExists, MemoryDraft
 from memory.models import MemoryFile, Revision
 from memory.paths import path_key
 from memory.services import Change
@@ -95,9 +95,9 @@ def test_the_editor_refuses_a_twin(cast, fs):
 
 
 def test_the_memory_agents_draft_refuses_a_twin(cast, fs):
-    """The hydration memory agent edits a Draft in its tool loop: the refusal is the draft's own."""
+    """The hydration memory agent edits a MemoryDraft in its tool loop: the refusal is the draft's own."""
     _existing(fs, NFC)
-    draft = Draft.load(fs)
+    draft = MemoryDraft.load(fs)
     with pytest.raises(AlreadyExists, match="names the same file"):
         draft.apply(Change("create", NFD, content="again"))
     assert draft.changes == [] and NFD not in draft.files

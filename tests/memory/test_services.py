@@ -257,12 +257,12 @@ def test_a_revision_lists_the_files_once_and_updates_its_rows_in_one_statement(t
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from memory.draft import Draft
+    from memory.draft import MemoryDraft
 
     write_linked(team_fs, {f"notes/f{n}.md": f"file {n}" for n in range(30)})
     changes = [Change("write", f"notes/f{n}.md", content=f"edited {n}") for n in range(3)]
     changes.append(Change("move", "notes/f3.md", new_path="notes/g3.md"))
-    changes += Draft.load(team_fs, contents=()).link_fixes_after_move("notes/f3.md", "notes/g3.md")
+    changes += MemoryDraft.load(team_fs, contents=()).link_fixes_after_move("notes/f3.md", "notes/g3.md")
     with CaptureQueriesContext(connection) as captured:
         services.changes_apply(filesystem=team_fs, changes=changes, author_kind="system")
     file_queries = [q["sql"] for q in captured if '"memory_memoryfile"' in q["sql"]]

@@ -12,8 +12,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from lindy.models import AuditEntry
 from router import routing, services
-from router.models import AuditEvent, EvalRun, Route, Target
+from router.models import AuditAction, EvalRun, Route, Target
 from tests.conftest import client_for
 
 from .helpers import cheap_target
@@ -54,7 +55,7 @@ def test_a_superusers_override_needs_a_reason_is_kept_and_shown(cast, haiku):
         haiku.pk, REASON, cast.superuser)
     page = client.get("/router/routes/agent/").content.decode()
     assert "Set WITHOUT a passing offline eval" in page and REASON in page and cast.superuser.email in page
-    event = AuditEvent.objects.filter(action=AuditEvent.Action.ROUTE_BASELINE_SET).latest("pk")
+    event = AuditEntry.objects.filter(action=AuditAction.ROUTE_BASELINE_SET).latest("pk")
     assert event.after["baseline_override_reason"] == REASON
 
 

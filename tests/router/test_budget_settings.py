@@ -10,8 +10,9 @@ import uuid
 import pytest
 from django.conf import settings as django_settings
 
+from lindy.models import AuditEntry
 from router import budgets, routing
-from router.models import AuditEvent, ProviderBudget, Route
+from router.models import AuditAction, ProviderBudget, Route
 from tests.conftest import client_for
 
 from .helpers import cheap_target
@@ -63,7 +64,7 @@ def test_a_superuser_sets_a_budget_and_the_next_call_obeys_it(cast):
     assert budgets.take("atlas", tokens=10, now=now) == 0
     assert budgets.take("atlas", tokens=10, now=now) == 0
     assert budgets.take("atlas", tokens=10, now=now) > 0  # two a minute
-    event = AuditEvent.objects.get(action=AuditEvent.Action.PROVIDER_BUDGET_SET)
+    event = AuditEntry.objects.get(action=AuditAction.PROVIDER_BUDGET_SET)
     assert event.actor == cast.superuser and event.after["requests_per_minute"] == 2
     body = client.get(URL).content.decode()
     atlas = _row(body, 'data-budget="atlas"')
@@ -98,7 +99,7 @@ def test_route_concurrency_is_set_shown_in_use_and_cleared(cast):
     assert client.post(url, {"use_default": "on"}).status_code == 302
     assert Route.objects.get(name="validator").max_concurrency is None and budgets.route_limit("validator") == 0
     assert budgets.route_limit("memory.agent") == 4
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.ROUTE_CONCURRENCY_SET).count() == 2
+    assert AuditEntry.objects.filter(action=AuditAction.ROUTE_CONCURRENCY_SET).count() == 2
 
 
 @pytest.mark.parametrize("data", [
@@ -113,7 +114,7 @@ def test_route_concurrency_is_set_shown_in_use_and_cleared(cast):
 def test_bad_budget_input_is_400_and_changes_nothing(cast, data):
     response = client_for(cast.superuser).post(URL, data)
     assert response.status_code == 400
-    assert not ProviderBudget.objects.exists() and not AuditEvent.objects.exists()
+    assert not ProviderBudget.objects.exists() and not AuditEntry.objects.exists()
     assert budgets.budget_for("anthropic") == budgets.Budget(50, 40_000)
 
 
@@ -122,7 +123,7 @@ def test_bad_concurrency_is_400_and_an_unknown_route_404(cast, value):
     client = client_for(cast.superuser)
     assert client.post(f"{URL}routes/validator/", {"max_concurrency": value}).status_code == 400
     assert client.post(f"{URL}routes/no.such.route/", {"max_concurrency": "1"}).status_code == 404
-    assert Route.objects.get(name="validator").max_concurrency is None and not AuditEvent.objects.exists()
+    assert Route.objects.get(name="validator").max_concurrency is None and not AuditEntry.objects.exists()
 
 
 @pytest.mark.parametrize("who", ["admin", "member", "support", "other_admin"])

@@ -9,8 +9,9 @@ nor the prompt there, the Models page says why, and the change is in the audit l
 import pytest
 from django.test import override_settings
 
+from lindy.models import AuditEntry
 from router import gateway, routing, services
-from router.models import AuditEvent, Provider, Route
+from router.models import AuditAction, Provider, Route
 from router.provider_keys import key_binding, origin
 from router.types import ModelError
 from tests.conftest import client_for
@@ -101,7 +102,7 @@ def test_editing_a_providers_url_is_audited_and_moves_no_key(hosts, cast):
     response = client.post("/router/providers/atlas/", {"base_url": collector.base_url, "api_key_env": KEY,
                                                         "timeout_seconds": 30, "max_retries": 1})
     assert response.status_code == 302
-    event = AuditEvent.objects.get(action=AuditEvent.Action.PROVIDER_UPDATED)
+    event = AuditEntry.objects.get(action=AuditAction.PROVIDER_UPDATED)
     assert event.actor == cast.superuser and event.object_repr == "atlas"
     assert event.before["base_url"] == real.base_url and event.after["base_url"] == collector.base_url
     routing.invalidate()
@@ -116,7 +117,7 @@ def test_changing_the_key_variable_is_audited(hosts, cast):
     provider = cheap_target(base_url=real.base_url).host
     services.provider_update(provider=provider, base_url=real.base_url, api_key_env="LINDY_PROVIDER_KEY_OTHER",
                              timeout_seconds=60, max_retries=1, actor=cast.superuser)
-    event = AuditEvent.objects.get(action=AuditEvent.Action.PROVIDER_UPDATED)
+    event = AuditEntry.objects.get(action=AuditAction.PROVIDER_UPDATED)
     assert (event.before["api_key_env"], event.after["api_key_env"]) == (KEY, "LINDY_PROVIDER_KEY_OTHER")
 
 
@@ -126,7 +127,7 @@ def test_a_save_that_changes_nothing_writes_no_event(hosts, cast):
     services.provider_update(provider=provider, base_url=provider.base_url, api_key_env=provider.api_key_env,
                              timeout_seconds=provider.timeout_seconds, max_retries=provider.max_retries,
                              actor=cast.superuser)
-    assert not AuditEvent.objects.filter(action=AuditEvent.Action.PROVIDER_UPDATED).exists()
+    assert not AuditEntry.objects.filter(action=AuditAction.PROVIDER_UPDATED).exists()
 
 
 @pytest.mark.django_db
@@ -137,6 +138,6 @@ def test_bad_edits_are_refused_and_change_nothing(cast):
                                                    "timeout_seconds": 60, "max_retries": 1})
     assert bad.status_code == 400
     assert Provider.objects.get(pk=provider.pk).base_url == provider.base_url
-    assert not AuditEvent.objects.filter(action=AuditEvent.Action.PROVIDER_UPDATED).exists()
+    assert not AuditEntry.objects.filter(action=AuditAction.PROVIDER_UPDATED).exists()
     assert client_for(cast.admin).get("/router/providers/atlas/").status_code == 404
     assert client_for(cast.admin).post("/router/providers/atlas/", {"base_url": "https://x.test/v1"}).status_code == 404

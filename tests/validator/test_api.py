@@ -62,7 +62,7 @@ def test_malformed_checks_are_4xx_and_record_nothing(cast, api_for, payload, sta
 
 def test_malformed_json_and_oversized_bodies(cast, api_for, settings):
     api = api_for(cast.member)
-    assert api.post("/api/validator/check", raw="{not json").status_code in (400, 422)
+    assert api.post("/api/validator/check", raw="{not json").status_code == 400
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = api.post("/api/validator/check", {"history": [{"actor": "user", "content": "x" * 5000}], "action": SEND})
     assert response.status_code == 413
@@ -116,7 +116,7 @@ def test_authorize_runs_exactly_once(cast, api_for):
 def test_only_the_user_can_authorize(cast, api_for, who):
     decision_id = _blocked(cast, api_for)
     response = api_for(getattr(cast, who)).post(f"/api/validator/decisions/{decision_id}/authorize")
-    assert response.status_code in (403, 404)
+    assert response.status_code == 404  # another person's decision is absent, whoever asks
     assert Decision.objects.get(pk=decision_id).status == "blocked"
     assert OutboxEntry.objects.count() == 0
 
@@ -138,6 +138,6 @@ def test_another_teams_id_and_wrong_types_are_4xx(cast, api_for):
     assert api.post("/api/validator/check", {**body, "team_id": cast.other_team.pk}).status_code == 404
     assert api.post("/api/validator/check", {**body, "team_id": "acme"}).status_code == 422
     assert api.post("/api/validator/check", {**body, "action": {**SEND, "justification": 7}}).status_code == 422
-    assert api.post("/api/validator/check", [1, 2]).status_code in (400, 422)
+    assert api.post("/api/validator/check", [1, 2]).status_code == 422
     assert api.post("/api/validator/decisions/999999/authorize").status_code == 404
     assert Decision.objects.count() == 0

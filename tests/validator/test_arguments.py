@@ -20,7 +20,7 @@ from validator import arguments, clauses
     ("5k", []), ("$5k", []), ("1.200,50 €", []), ("pay 480", []),  # ambiguous forms are not amounts
 ])
 def test_amounts(text, expected):
-    assert arguments.amounts_in(clauses.normalise(text)) == [arguments.Money(Decimal(n), c) for n, c in expected]
+    assert arguments.amounts_in(clauses.normalise(text)) == [arguments.StatedAmount(Decimal(n), c) for n, c in expected]
 
 
 def test_every_validated_tool_that_reaches_someone_declares_its_recipient_roles():

@@ -108,9 +108,12 @@ def review(user, candidate, decision="accept"):
 
 def test_the_team_admin_reviews_and_other_teams_cannot(cast, django_assert_max_num_queries):
     candidate = _candidate(cast)
-    for outsider in (cast.other_admin, cast.member, cast.support):
+    # Another team's admin has a queue of their own (without this candidate); members and support none.
+    for outsider, expected in ((cast.other_admin, 200), (cast.member, 404), (cast.support, 404)):
         assert review(outsider, candidate).status_code == 404, outsider.email
-        assert client_for(outsider).get("/validator/evals/candidates/").status_code in (404, 200)
+        page = client_for(outsider).get("/validator/evals/candidates/")
+        assert page.status_code == expected, outsider.email
+        assert f"/validator/evals/candidates/{candidate.pk}/review/" not in page.content.decode()
     candidate.refresh_from_db()
     assert candidate.status == "candidate" and candidate.reviewed_by is None
     other_list = client_for(cast.other_admin).get("/validator/evals/candidates/").content.decode()
@@ -165,10 +168,10 @@ def test_the_matrix_page_shows_both_numbers_per_cell_for_ops(cast, django_assert
         assert f"data-false-blocks>{cell.false_blocks}/{cell.must_allow} (" in html
         assert f"data-wrong-dangerous>{cell.wrong_approvals_dangerous}/{cell.dangerous_must_block}<" in html
     assert 'class="overflow-auto" data-scroll' in html  # the wide table scrolls inside its box on a phone
-    assert ("PASS" in html) or ("FAIL" in html)
+    assert "PASS" in html and "FAIL" not in html  # the offline rules pass the seed's thresholds
     assert "data-thresholds" in html and "at least 75%" in html
     partial = ops.get(f"/validator/evals/?matrix={matrix.pk}", **HX).content.decode()
-    assert partial.startswith('\n<section id="matrix"') or partial.lstrip().startswith('<section id="matrix"')
+    assert partial.lstrip().startswith('<section id="matrix"')
     assert ops.get("/validator/evals/?matrix=999999").status_code == 404
     assert "validator-evals" in {i["key"] for i in navigation.items_for(cast.superuser)}
     for other in (cast.admin, cast.member, cast.support, cast.other_admin):

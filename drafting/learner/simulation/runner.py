@@ -29,12 +29,11 @@ from django.utils import timezone
 
 from lindy.models import Membership, Team, User
 
-from ...models import Draft, DraftPair
+from ...models import Draft, DraftPair, Proposal
 from ...services import inbound as inbound_service
 from ...services.context import context_read, context_write
 from ...services.pairs import pair_create
 from .. import selectors, services
-from ..models import Proposal
 from .users import Inbound, SimUser, make_users
 
 START = datetime(2026, 3, 2, 7, 0, tzinfo=UTC)  # a Monday

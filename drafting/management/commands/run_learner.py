@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from drafting.learner import services
-from drafting.learner.models import LearnerRun
+from drafting.models import LearnerRun
 from lindy.models import User
 
 

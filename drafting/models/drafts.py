@@ -147,7 +147,3 @@ class SentMail(models.Model):
 
     def __str__(self):
         return f"sent {self.gmail_message_id} ({'paired' if self.paired else 'not paired'})"
-
-
-# The learner's records (drafting/learner/models.py) belong to this app.
-from .learner.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal  # noqa: E402, F401

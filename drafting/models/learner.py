@@ -1,4 +1,4 @@
-"""The learner's records. Imported by drafting.models, so they belong to the drafting app.
+"""The learner's records, one module of the drafting app's models (drafting/models/).
 
 - `HistoryBlob`: the claim check of initialization. The fetch task stores the user's answered
   threads (sanitized and formatted) as one row and hands its id to the compose task.
