@@ -1,5 +1,6 @@
-"""Send/receive ratio alerts: one per line and day, raised by the beat job when a line crosses a
-threshold (or by the pre-send gate when it refuses a critical line's send), escalated from warning
+"""Send/receive ratio alerts: one per line and day, raised when a send is counted that takes a line
+over a threshold (the beat job checks again, for what it missed; the pre-send gate raises one when
+it refuses a critical line's send), escalated from warning
 to critical, told to support staff by email (Django's email backend) and in a configured Slack
 channel, and acknowledged by support. Counts and ratios only: never a message body."""
 
@@ -51,6 +52,20 @@ def ratio_alerts_check(*, day: date | None = None) -> list[RatioAlert]:
         if alert is not None:
             raised.append(alert)
     return raised
+
+
+def ratio_alert_on_write(*, row_id: int) -> RatioAlert | None:
+    """A line's counters were just written: raise (or escalate) its alert now if it is over a
+    threshold. A line already alerted at that level today is left alone (no duplicate, nobody
+    told twice)."""
+    row = NumberDay.objects.filter(pk=row_id, number__active=True).first()
+    level = level_of(row.ratio) if row is not None else None
+    if row is None or level is None:
+        return None
+    at_or_above = [name for name, rank in RANK.items() if rank >= RANK[level]]
+    if RatioAlert.objects.filter(number_id=row.number_id, day=row.day, level__in=at_or_above).exists():
+        return None
+    return ratio_alert_raise(row=row, level=level)
 
 
 def ratio_alert_raise(*, row: NumberDay, level: str) -> RatioAlert | None:

@@ -48,13 +48,28 @@ def stat_add(*, number: SendingNumber | None, field: str, amount: int = 1, day: 
         raise ValueError(f"unknown counter {field}")
     row = _day_row(number, day or today())
     NumberDay.objects.filter(pk=row.pk).update(**{field: F(field) + amount})
+    if field == "sent" and amount > 0:
+        _alert_on_write(row.pk)
+
+
+def _alert_on_write(row_id: int) -> None:
+    """Only a send can raise a line's ratio: the line's alert is raised as the send is counted,
+    not 15 minutes later at the beat job's next check (which stays, for days it missed).
+    ratio_alert_raise keeps one alert per line and day, so a line that stays over its threshold
+    is alerted once per episode."""
+    from . import alerts  # alerts reads the pool's day (pool.today): imported late to break the cycle
+
+    alerts.ratio_alert_on_write(row_id=row_id)
 
 
 def cap_reserve(*, number: SendingNumber) -> bool:
     """Count one send against today's cap, or say no: a conditional update, so two workers
     cannot both take the last slot."""
     row = _day_row(number, today())
-    return bool(NumberDay.objects.filter(pk=row.pk, sent__lt=number.daily_cap).update(sent=F("sent") + 1))
+    reserved = bool(NumberDay.objects.filter(pk=row.pk, sent__lt=number.daily_cap).update(sent=F("sent") + 1))
+    if reserved:
+        _alert_on_write(row.pk)
+    return reserved
 
 
 def cap_release(*, number: SendingNumber) -> None:

@@ -159,3 +159,37 @@ def test_support_acknowledges_on_the_health_page(cast, django_assert_max_num_que
     assert alert.acknowledged_by == cast.support and alert.acknowledged_at is not None
     assert support.post(url).status_code == 302  # again: nothing changes
     assert client_for(cast.support).post("/channels/health/alerts/999999/acknowledge/").status_code == 404
+
+
+def test_a_send_that_crosses_a_threshold_raises_the_alert_as_it_is_counted(cast, queued,
+                                                                            django_capture_on_commit_callbacks):
+    """Issue 34: the alert comes with the statistics, not at the beat job's next check; once per
+    level for the day however many sends follow."""
+    from channels_app.services import pool
+
+    line = SendingNumberFactory(daily_cap=500)
+    traffic(line, sent=0, received=5)
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(10):  # 10 sent for 5 received: at the warning threshold, not over it
+            assert pool.cap_reserve(number=line)
+    assert not RatioAlert.objects.exists() and queued == []
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(5):  # 11..15 sent: over 2
+            assert pool.cap_reserve(number=line)
+    alert = RatioAlert.objects.get()
+    assert (alert.level, alert.sent, alert.received) == ("warn", 11, 5)
+    assert [name for name, _ in queued] == [queue.RATIO_ALERT_NOTIFY]
+    assert run_notifications(queued) == [{"email": True, "slack": False}]
+    # The scheduled check finds nothing new to raise.
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.ratio_alerts_check() == []
+    assert queued == []
+    # Over critical: the same alert escalates once; the sends after it raise nothing more.
+    with django_capture_on_commit_callbacks(execute=True):
+        pool.stat_add(number=line, field="sent", amount=40)  # 55 for 5: 11
+        pool.stat_add(number=line, field="sent", amount=5)
+        pool.stat_add(number=line, field="received")  # a reply in never raises anything
+    alert = RatioAlert.objects.get()
+    assert (alert.level, alert.sent) == ("critical", 55)
+    assert [name for name, _ in queued] == [queue.RATIO_ALERT_NOTIFY]
+    assert len(run_notifications(queued)) == 1 and len(mail.outbox) == 2

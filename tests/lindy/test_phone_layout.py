@@ -178,3 +178,78 @@ def test_charts_keep_a_readable_height_on_a_phone(browser_page, live_server):
     page.goto(live_server.url + "/channels/health/")
     page.wait_for_function("window.lindyRatioChart !== undefined")
     assert page.locator("#ratio-chart").bounding_box()["height"] >= 200
+
+
+# --- Wide content and empty states (issue 34 part 6) -----------------------------------------------
+
+LONG_LINE = "https://example.test/" + "x" * 400  # one unbroken "word", like a URL or a hash
+WIDE_TABLE = ("| " + " | ".join(f"Column heading number {i}" for i in range(9)) + " |\n"
+              + "|" + "---|" * 9 + "\n"
+              + "| " + " | ".join(f"a fairly long cell value {i}" for i in range(9)) + " |\n")
+WIDE_FILE = f"# Drafting\n\n{LONG_LINE}\n\n{WIDE_TABLE}\n`{LONG_LINE}`\n\n    {LONG_LINE}\n"
+
+# Texts the browser shows outside the screen's right edge, to name in a failure: every empty
+# state must be readable without scrolling sideways.
+_CUT_OFF = """() => {
+  const right = window.innerWidth + 1, cut = [];
+  for (const cell of document.querySelectorAll('td.muted, p.muted, td[colspan]')) {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    for (const box of range.getClientRects())
+      if (box.width > 0 && box.right > right) { cut.push(`${cell.textContent.trim().slice(0, 60)} (${Math.round(box.right)} px)`); break; }
+  }
+  return cut;
+}"""
+
+
+def _check_fits(page, base: str, path: str) -> list[str]:
+    page.set_viewport_size(PHONE)
+    response = page.goto(base + path, wait_until="load")
+    if response is None or response.status >= 400:
+        return [f"{path}: {response.status if response else 'no response'}"]
+    problems = []
+    scroll, inner = _width(page)
+    if scroll > inner + 1:
+        problems.append(f"{path}: {scroll} px wide: {_wider_than_screen(page)}")
+    problems += [f"{path}: cut off: {text}" for text in page.evaluate(_CUT_OFF)]
+    return problems
+
+
+def test_memory_files_with_long_lines_and_wide_tables_fit_a_phone(browser_page):
+    from memory import services as memory_services
+    from memory.models import Revision
+    from tests.factories import PASSWORD, TeamFactory, member_of
+
+    user = member_of(TeamFactory(name="Phone"), "member", email="phone@acme.example")
+    fs = memory_services.filesystem_for_user(user)
+    memory_services.file_write(filesystem=fs, path="drafting.md", content=WIDE_FILE, base_version=None,
+                               author_kind=Revision.AuthorKind.PERSON, author=user, index_description="How I write emails")
+    page, base = browser_page, browser_page.live_server_url
+    login(page, user.email, PASSWORD)
+    problems = []
+    for path in (f"/memory/{fs.pk}/files/drafting.md", f"/memory/{fs.pk}/files/drafting.md?view=who",
+                 f"/memory/{fs.pk}/edit/drafting.md", f"/memory/{fs.pk}/history/drafting.md",
+                 f"/memory/{fs.pk}/revisions/", "/memory/context/"):
+        problems += _check_fits(page, base, path)
+    revision = fs.revisions.order_by("-pk").first()
+    problems += _check_fits(page, base, f"/memory/{fs.pk}/revisions/{revision.pk}/")
+    assert not problems, "\n".join(problems)
+
+
+EMPTY_PAGES = ["/tasks/", "/meetings/", "/drafting/", "/drafting/charts/", "/drafting/learner/",
+               "/drafting/learner/judge/", "/validator/", "/validator/outbox/", "/channels/", "/hydration/"]
+
+
+def test_every_empty_state_is_readable_on_a_phone(browser_page):
+    """A new member with nothing yet: each page's empty text wraps inside the screen."""
+    from tests.factories import PASSWORD, TeamFactory, member_of
+
+    user = member_of(TeamFactory(name="Empty"), "member", email="new@acme.example")
+    page, base = browser_page, browser_page.live_server_url
+    login(page, user.email, PASSWORD)
+    problems = []
+    from memory import services as memory_services
+
+    for path in [*EMPTY_PAGES, f"/hydration/{memory_services.filesystem_for_user(user).pk}/"]:
+        problems += _check_fits(page, base, path)
+    assert not problems, "\n".join(problems)
