@@ -16,6 +16,7 @@ urlpatterns = [
     path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
     path("meetings/", views.meeting_list, name="meeting-list"),
     path("meetings/<int:meeting_id>/", views.meeting_detail, name="meeting-detail"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
