@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test install lint typecheck migrate seed chromium bench screenshots clean
+.PHONY: run test install lint typecheck migrate seed chromium bench loadtest screenshots clean
 
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ screenshots: seed chromium
 bench: install
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/lindy} REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
 	  $(BIN)/python -m pytest bench --benchmark-enable -p no:xdist -q
+
+# The product as production runs it (2 gunicorn servers, 2 Celery workers on every queue, 1 beat) on
+# PostgreSQL and Redis, under 3 minutes of load while workers are killed and a web server restarts.
+# It builds and drops its own database (LOADTEST_DATABASE_URL, default lindy_loadtest on the local
+# server) and empties its Redis database (LOADTEST_REDIS_URL, default db 8); non-zero when a goal fails.
+loadtest: install
+	$(BIN)/python loadtest/run.py
 
 clean:
 	rm -rf var

@@ -1,7 +1,10 @@
 """`make bench`: the 3 s debounce while hydration and evals run.
 
-Real Celery workers on Redis, one per queue class as the Procfile runs them (channels, agent,
-hydration, evals; the agent worker takes the hand-over of each claimed bundle); hydration runs and offline eval runs are queued first, then several people
+Real Celery workers on Redis, one per queue class as the Procfile runs them (channels on prefork;
+agent, hydration and evals on the threads pool; the agent worker takes the
+hand-over of each claimed bundle). The model is the fake with 2 s latency (router.fake_model), and
+more hydration runs are queued than the hydration worker has threads, so the model-bound queues are
+saturated; offline eval runs are queued too, then several people
 text the assistant (two messages each, half a second apart). Prints the p95 of the time from a
 conversation's last message to the agent being handed its bundle:
 `debounce: p95 X s after the last message (goal ≤ 3.3 s) PASS/FAIL`.
@@ -20,8 +23,8 @@ from ratios import record_absolute
 
 GOAL_SECONDS = 3.3
 CONVERSATIONS = 6
-HYDRATIONS = 10
-MEETINGS = 20  # per hydration
+HYDRATIONS = 60  # more than the hydration worker's 50 threads
+MEETINGS = 5  # per hydration
 EVALS = 6
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,17 +66,18 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
     workers = []
     with FakeLinq() as linq:
         wiring = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
-                  "CHANNELS_DEBOUNCE_SECONDS": "3"}
+                  "CHANNELS_DEBOUNCE_SECONDS": "3", "LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": "2000", "LINDY_WORKER_THREADS": "50"}
         for key, value in wiring.items():
             monkeypatch.setenv(key, value)
         with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
                                CHANNELS_DEBOUNCE_SECONDS=3):
             recorder.reset()
             try:
-                # As the Procfile runs them: two processes for channels, one each for the agent, hydration
-                # and evals.
-                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("agent", ()),
-                                   ("hydration", ()), ("evals", ())):
+                # As the Procfile runs them: two processes for channels, one threaded process each for
+                # the agent, hydration and evals.
+                threaded = ("--pool=threads", "--concurrency=50")
+                for kind, pool in (("channels", ("--pool=prefork", "--concurrency=2")), ("agent", threaded),
+                                   ("hydration", threaded), ("evals", threaded)):
                     workers.append(WorkerProcess(tmp_path / f"worker-{kind}.log").start(*pool, queues=[f"{base}.{kind}"]))
 
                 team = TeamFactory(name="Bench")

@@ -224,6 +224,9 @@ class InboundBundle(models.Model):
     task_event_mark = models.BigIntegerField(
         null=True, blank=True, help_text="The last agent task event id before the hand-over (what the agent did after)."
     )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Beaten while the hand-over runs: when it stops, the worker died."
+    )
     error = models.TextField(blank=True)
 
     def __str__(self):

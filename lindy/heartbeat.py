@@ -45,5 +45,9 @@ class Beating:
                     self.beat()
                 except Exception:  # a missed beat is logged; the next one may get through
                     logger.exception("%s: a beat failed", self.name)
+                finally:
+                    # Not held between beats: under a threaded worker every run beats, and a pool
+                    # (DB_POOL_MAX_SIZE) must not be drained by idle heartbeat threads.
+                    connection.close()
         finally:
             connection.close()  # the thread's own database connection

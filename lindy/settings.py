@@ -132,6 +132,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so a real Celery worker in a test sees the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+elif (_pool_size := env.integer("DB_POOL_MAX_SIZE", 0, min=0, max=1000)):
+    # psycopg's pool, at most this many connections a process (Django's pool replaces persistent
+    # connections: CONN_MAX_AGE must be 0). Off by default: the threaded workers do without it
+    # (README, "Throughput per worker").
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 600}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+_sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 # django-prometheus's wrapper of the same backend counts queries and errors for /metrics.
 DATABASES["default"]["ENGINE"] = DATABASES["default"]["ENGINE"].replace("django.db.backends.",
                                                                         "django_prometheus.db.backends.")
@@ -235,6 +242,7 @@ LINDY_QUEUE_CLASSES: dict[str, list[str]] = {
     "agent": ["channels_app.tasks.bundle_dispatch", "agent.tasks.agent_run", "validator.tasks.agent_run",
               "agent.tasks.outbox_resume"],
     "hydration": ["hydration.tasks.hydrate"],
+    "drafting": ["drafting.tasks.items_process", "drafting.tasks.item_process"],
     "evals": ["router.tasks.eval_run", "router.tasks.guardrails_check", "validator.tasks.eval_cell",
               "router.tasks.optimization_run", "drafting.tasks.learner_run", "drafting.tasks.learner_init_fetch",
               "drafting.tasks.learner_init_compose"],
@@ -247,6 +255,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# The model-bound queues' workers (Procfile: agent, hydration, evals, drafting) run Celery's threads
+# pool, since a run mostly waits for the model; this many threads a process (README, "Throughput per
+# worker"). SQLite has one writer at a time, so there a few threads (the rest would queue on its lock).
+CELERY_WORKER_CONCURRENCY = env.integer("LINDY_WORKER_THREADS", 4 if _sqlite else 50, min=1, max=500)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -263,6 +275,12 @@ ANTHROPIC_BASE_URL = env.url("ANTHROPIC_BASE_URL", "") or None
 ANTHROPIC_MAX_RETRIES = env.integer("ANTHROPIC_MAX_RETRIES", 3, min=0, max=20)
 ANTHROPIC_TIMEOUT = env.number("ANTHROPIC_TIMEOUT", 60, min=0, min_inclusive=False)
 MODEL_OFFLINE = env.flag("LINDY_MODEL_OFFLINE", not ANTHROPIC_API_KEY)
+# Benchmarks: the offline rules answered over HTTP through the anthropic client after this delay
+# (-1: off), with these shares of 429 and 529 answers (router.fake_model).
+FAKE_MODEL_LATENCY_MS = env.integer("LINDY_FAKE_MODEL_LATENCY_MS", -1, min=-1, max=600_000)
+FAKE_MODEL_429_RATE = env.number("LINDY_FAKE_MODEL_429_RATE", 0.0, min=0, max=1)
+FAKE_MODEL_529_RATE = env.number("LINDY_FAKE_MODEL_529_RATE", 0.0, min=0, max=1)
+FAKE_MODEL_URL = env.url("LINDY_FAKE_MODEL_URL", "")
 
 API_TOKEN_PREFIX = "lindy_"
 

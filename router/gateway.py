@@ -39,10 +39,11 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import connection
 
 from lindy import failures
 
-from . import budgets, prompt_cache, routing
+from . import budgets, fake_model, prompt_cache, routing
 from .models import CallSample, ModelCall
 from .offline import OFFLINE_MODEL, estimate_tokens
 from .providers import anthropic as anthropic_provider
@@ -62,7 +63,7 @@ from .types import (
 
 logger = logging.getLogger(__name__)
 
-PROVIDERS = {
+PROVIDERS: dict[str, Callable[..., ProviderReply]] = {
     "anthropic": anthropic_provider.complete,
     "openai": openai_compat.complete,
     "offline": offline_provider.complete,
@@ -164,6 +165,8 @@ def complete(
         if call is None:
             raise ModelError(f"Unknown provider {provider!r} for route {route!r}.")
         with budgets.route_slot(route):
+            if provider != "offline" or fake_model.enabled():
+                _release_connection()
             reply = call(request, target)
     except budgets.BudgetExhausted:
         raise
@@ -205,6 +208,16 @@ def complete(
         provider=provider, model=record.model, stop_reason=record.stop_reason,
         prompt_variant=variant, call_id=record.pk, latency_ms=latency_ms,
     )
+
+
+def _release_connection() -> None:
+    """The thread's database connection is closed (or, pooled, given back) while the model thinks
+    (seconds), so a threaded worker's threads hold connections only while they use the database:
+    a reconnect costs milliseconds against a model's seconds. Inside a transaction the connection
+    is the transaction: it stays."""
+    if connection.in_atomic_block or connection.connection is None:
+        return
+    connection.close()
 
 
 def rendered_prompt(*, system: str | list[dict] = "", tools: list[dict] | None = None,

@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from lindy import heartbeat
 from lindy.models import TaskEvent
 
 from ..models import Conversation, InboundBundle, InboundMessage, OutboundMessage
@@ -24,6 +25,12 @@ MAX_DISPATCH_ATTEMPTS = 6
 # The dispatch task runs the agent synchronously: its time limits (tasks.bundle_dispatch).
 DISPATCH_SOFT_TIME_LIMIT = 540
 DISPATCH_TIME_LIMIT = 600
+# While the agent runs on a bundle a thread beats its row. A worker killed whole (SIGKILL, a lost
+# machine) stops beating: the sweep takes the bundle over after the stale window instead of after
+# the lease, which must outlast the task's 10-minute time limit. A live run never goes stale, however
+# slow its model calls: the beat comes from its own thread.
+DISPATCH_HEARTBEAT_SECONDS = 5
+DISPATCH_STALE_SECONDS = 30
 
 
 def bundles_in_flight(conversation_id: int):
@@ -54,12 +61,14 @@ def _message_payload(message: InboundMessage) -> dict:
 
 
 def _agent_started(bundle: InboundBundle) -> bool:
-    """Did the agent leave any trace since it was handed this bundle (an event on one of the
-    user's tasks, a message to them)? If so, running it again could answer the user twice."""
+    """Did the agent act since it was handed this bundle (an event of its own on one of the user's
+    tasks, a message to them)? If so, running it again could answer the user twice. The user's own
+    texts recorded on their task are no action: the handler records each once, however often it runs."""
     if bundle.handed_over_at is None:
         return False
     profile = bundle.conversation.profile
-    if TaskEvent.objects.filter(task__owner_id=profile.user_id, pk__gt=bundle.task_event_mark or 0).exists():
+    if TaskEvent.objects.filter(task__owner_id=profile.user_id, pk__gt=bundle.task_event_mark or 0).exclude(
+            actor=TaskEvent.Actor.USER).exists():
         return True
     return OutboundMessage.objects.filter(user_id=profile.user_id, created_at__gte=bundle.handed_over_at).exists()
 
@@ -77,7 +86,8 @@ def _release_or_fail(bundle: InboundBundle, *, error: str) -> str:
     if _agent_started(bundle):
         live.update(status=InboundBundle.Status.FAILED, error=error[:2000])
         return "failed"
-    live.update(status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, error=error[:2000])
+    live.update(status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, heartbeat_at=None,
+                error=error[:2000])
     return "released"
 
 
@@ -93,6 +103,7 @@ def bundle_dispatch(*, bundle_id: int) -> str:
     # (a failure is less likely to be retried, never more), and costs no statement of its own.
     taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
         status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1, handed_over_at=now,
+        heartbeat_at=now,
         task_event_mark=Coalesce(Subquery(TaskEvent.objects.order_by("-pk").values("pk")[:1]), Value(0)),
     )
     if not taken:
@@ -113,14 +124,18 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         messages = [_message_payload(m) for m in loaded]
         outbound.typing_start(conversation=conversation)
         handler = import_string(settings.LINDY_INBOUND_HANDLER)
-        result = handler(
-            user=conversation.profile.user, channel=conversation.channel,
-            conversation_ref=conversation.conversation_ref(), messages=messages,
-        )
+        beating = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.DISPATCHING)
+        with heartbeat.Beating(DISPATCH_HEARTBEAT_SECONDS, lambda: beating.update(heartbeat_at=timezone.now()),
+                               name=f"bundle {bundle_id}"):
+            result = handler(
+                user=conversation.profile.user, channel=conversation.channel,
+                conversation_ref=conversation.conversation_ref(), messages=messages,
+            )
     except Exception as exc:  # SoftTimeLimitExceeded included: a slow run ends here too
         if bundle is None:
             InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, handed_over_at=None,
-                                                              task_event_mark=None, error=str(exc)[:2000])
+                                                              task_event_mark=None, heartbeat_at=None,
+                                                              error=str(exc)[:2000])
             raise
         outbound.typing_stop(profile=bundle.conversation.profile)
         if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":
@@ -159,9 +174,12 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
         delay = max(0.0, (conversation.deadline - now).total_seconds()) if conversation.deadline else 0.0
         queue.task_send(queue.DEBOUNCE_FIRE, conversation.pk, countdown=delay)
         fired += 1
+    # A hand-over that beats is dead once its heartbeat is stale; one without (begun before the
+    # heartbeat existed) only after the lease.
+    quiet = now - timedelta(seconds=DISPATCH_STALE_SECONDS)
     stale = now - timedelta(seconds=dispatch_lease_seconds())
-    abandoned = InboundBundle.objects.filter(
-        status=InboundBundle.Status.DISPATCHING, claimed_at__lt=stale
+    abandoned = InboundBundle.objects.filter(status=InboundBundle.Status.DISPATCHING).filter(
+        Q(heartbeat_at__lt=quiet) | Q(heartbeat_at__isnull=True, claimed_at__lt=stale)
     ).select_related("conversation__profile")
     failed = 0
     for bundle in abandoned:

@@ -32,10 +32,13 @@ def _client(api_key: str, base_url: str | None, max_retries: int, timeout: float
 def client() -> anthropic.Anthropic:
     if not settings.ANTHROPIC_API_KEY:
         raise ModelError("ANTHROPIC_API_KEY is not set.")
-    return _client(
-        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_MAX_RETRIES,
-        settings.ANTHROPIC_TIMEOUT,
-    )
+    return client_for(api_key=settings.ANTHROPIC_API_KEY, base_url=settings.ANTHROPIC_BASE_URL)
+
+
+def client_for(*, api_key: str, base_url: str | None) -> anthropic.Anthropic:
+    """One client per key and host in a process: its connection pool is shared by every thread
+    (httpx's pool is thread-safe), so a threaded worker reuses connections instead of opening one a call."""
+    return _client(api_key, base_url, settings.ANTHROPIC_MAX_RETRIES, settings.ANTHROPIC_TIMEOUT)
 
 
 def _system_blocks(request: CompletionRequest) -> list[dict]:
@@ -94,16 +97,22 @@ def render(request: CompletionRequest) -> dict:
     return kwargs
 
 
-def complete(request: CompletionRequest, target=None) -> ProviderReply:
+def complete(request: CompletionRequest, target=None, *, via: anthropic.Anthropic | None = None,
+             extra_headers: dict[str, str] | None = None) -> ProviderReply:
+    """`via` and `extra_headers`: another host's client and what it needs to hear (the fake
+    model with latency, router.fake_model); by default the configured Anthropic client."""
     # JSON-shaped request fields (the SDK's TypedDicts describe the same shapes); no `stream`,
     # so the SDK returns one Message.
     kwargs = render(request)
+    headers = dict(extra_headers or {})
     if any(t.get("defer_loading") for t in kwargs.get("tools") or []):
-        kwargs["extra_headers"] = {"anthropic-beta": TOOL_SEARCH_BETA}
+        headers["anthropic-beta"] = TOOL_SEARCH_BETA
+    if headers:
+        kwargs["extra_headers"] = headers
     import anthropic
 
     try:
-        message: anthropic.types.Message = client().messages.create(**kwargs)
+        message: anthropic.types.Message = (via or client()).messages.create(**kwargs)
     except anthropic.APIError as exc:
         raise ModelError(f"{type(exc).__name__}: {exc}") from exc
     text = "".join(block.text for block in message.content if block.type == "text")

@@ -7,6 +7,7 @@ from django.test import override_settings
 from agent import loop as agent_loop
 from agent import services as agent_services
 from agent.models import OpenTask, OutboxEntry
+from lindy import services
 from router.models import CallScore, ModelCall
 from tests.fakes.anthropic_api import FakeAnthropic, text_block, tool_use_block
 from tests.fakes.slack_chat import FakeSlack
@@ -54,6 +55,25 @@ def test_messages_of_one_conversation_feed_one_task(cast):
     assert first.pk == second.pk != other.pk
     assert OpenTask.objects.count() == 2
     assert list(first.events.filter(actor="user").values_list("content", flat=True)) == ["hello there", "one more thing"]
+
+
+def test_a_bundle_handed_over_again_records_each_text_once_and_is_answered_once(cast):
+    """Channels hand a bundle over again when the worker died before the agent acted (its texts may
+    already be on the task); a bundle whose task was answered meanwhile runs nothing."""
+    messages = [{"text": "what's on today?", "received_at": "2026-11-29T10:00:00.123456+00:00"},
+                {"text": "and tomorrow?", "received_at": "2026-11-29T10:00:01+00:00"}]
+    task = agent_services.conversation_task(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                            first_text="what's on today?")
+    services.task_event_add(task=task, actor="user", content="what's on today?",
+                            created_at=agent_services._received_at(messages[0]["received_at"]))  # the killed run's
+    again = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                          messages=messages)
+    assert again.pk == task.pk
+    assert list(task.events.filter(actor="user").values_list("content", flat=True)) == [
+        "what's on today?", "and tomorrow?"]
+    assert len(SENT) == 1
+    agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9", messages=messages)
+    assert task.events.filter(actor="user").count() == 2 and len(SENT) == 1
 
 
 def test_bundle_with_attachment_and_reaction(cast):

@@ -54,7 +54,8 @@ def replies_then_fails(*, user, channel, conversation_ref, messages):
 
 
 def acts_then_runs_out_of_time(*, user, channel, conversation_ref, messages):
-    """A slow agent run: it recorded the user's messages, then hit the task's soft time limit."""
+    """A slow agent run: it recorded the user's messages and began to act, then hit the task's soft
+    time limit."""
     from celery.exceptions import SoftTimeLimitExceeded
 
     from lindy import services as lindy_services
@@ -64,6 +65,7 @@ def acts_then_runs_out_of_time(*, user, channel, conversation_ref, messages):
     team = Membership.objects.filter(user=user).first().team
     task = lindy_services.task_create(team=team, owner=user, title="slow")
     lindy_services.task_event_add(task=task, actor="user", content=messages[0]["text"])
+    lindy_services.task_event_add(task=task, actor="assistant", content="Looking into it.")
     raise SoftTimeLimitExceeded()
 
 

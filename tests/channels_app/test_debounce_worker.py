@@ -105,7 +105,7 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     from django.utils import timezone
 
     from channels_app import services
-    from channels_app.services.dispatch import dispatch_lease_seconds
+    from channels_app.services.dispatch import DISPATCH_STALE_SECONDS, dispatch_lease_seconds
     from lindy.models import Membership, TaskEvent
     from tests.factories import TeamFactory
 
@@ -117,6 +117,9 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     send(profile, line, "what's my day?")
     assert len(wait_for_calls(1, celery_worker_process)) == 1, celery_worker_process.log()
     wait_until(lambda: TaskEvent.objects.filter(actor="assistant").exists(), what="the agent acted")
+    # While the agent runs, its hand-over beats (from a thread, whatever the agent waits on).
+    wait_until(lambda: (lambda b: b.heartbeat_at > b.handed_over_at)(InboundBundle.objects.get()),
+               what="the hand-over's heartbeat")
     celery_worker_process.kill()  # mid-run, after the agent acted
     assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHING
 
@@ -130,8 +133,11 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     assert len(recorder.calls()) == 1, celery_worker_process.log()
 
     # Long after, the sweep finds the run dead: the agent had acted, so it is failed, not re-run.
-    InboundBundle.objects.update(claimed_at=timezone.now() - timedelta(seconds=dispatch_lease_seconds() + 1))
-    assert services.debounce_recover()["failed"] == 1
+    InboundBundle.objects.update(claimed_at=timezone.now() - timedelta(seconds=dispatch_lease_seconds() + 1),
+                                 heartbeat_at=timezone.now() - timedelta(seconds=DISPATCH_STALE_SECONDS + 1))
+    # (The restarted worker's own start-up sweep may have got there first on a slow machine: its
+    # heartbeat went stale 30 s after the kill.)
+    services.debounce_recover()
     celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1
     assert InboundBundle.objects.get().status == InboundBundle.Status.FAILED

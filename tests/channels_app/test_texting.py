@@ -352,13 +352,43 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
     bundle = InboundBundle.objects.get(pk=bundle_id)
     assert bundle.status == InboundBundle.Status.DISPATCHED and len(handler) == 1  # dispatched again
 
+    # Killed after the handler recorded the user's texts on their task, before the agent acted:
+    # the texts are no action (the agent's handler records each once), so it is handed over again.
+    recorded = _claimed_bundle(profile, line, text="and the day after?")
+    _dispatching(recorded, age_seconds=3600)
+    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="t")
+    lindy_services.task_event_add(task=task, actor="user", content="and the day after?")
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
+    assert InboundBundle.objects.get(pk=recorded).status == InboundBundle.Status.DISPATCHED and len(handler) == 2
+
     other = _claimed_bundle(profile, line, text="and tomorrow?")
     _dispatching(other, age_seconds=3600)
-    task = lindy_services.task_create(team=cast.team, owner=cast.member, title="t")
-    lindy_services.task_event_add(task=task, actor="user", content="and tomorrow?")  # the agent had begun
+    lindy_services.task_event_add(task=task, actor="assistant", content="Checking.")  # the agent had begun
     assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 1}
     assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.FAILED
-    assert len(handler) == 1
+    assert len(handler) == 2
+
+
+def test_sweep_takes_over_a_hand_over_whose_heartbeat_stopped_without_waiting_for_the_lease(
+        cast, linq, twilio, line, handler, monkeypatch):
+    from channels_app import tasks
+    from channels_app.services.dispatch import DISPATCH_STALE_SECONDS
+
+    monkeypatch.setattr(tasks.bundle_dispatch, "apply_async",
+                        lambda args, countdown=None: services.bundle_dispatch(bundle_id=args[0]))
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
+    bundle_id = _claimed_bundle(profile, line)
+    _dispatching(bundle_id, age_seconds=60)  # well inside the 11-minute lease
+    now = timezone.now()
+    # Beating: a live run, however long it has been going, is left alone.
+    InboundBundle.objects.filter(pk=bundle_id).update(heartbeat_at=now - timedelta(seconds=2))
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 0}
+    assert len(handler) == 0
+    # Its worker was killed whole: the beat stopped, and after the stale window the sweep hands it over again.
+    InboundBundle.objects.filter(pk=bundle_id).update(heartbeat_at=now - timedelta(seconds=DISPATCH_STALE_SECONDS + 1))
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
+    bundle = InboundBundle.objects.get(pk=bundle_id)
+    assert bundle.status == InboundBundle.Status.DISPATCHED and len(handler) == 1
 
 
 def test_messages_that_arrive_while_the_agent_runs_go_next_not_alongside(cast, linq, line, handler, monkeypatch):

@@ -37,10 +37,10 @@ EXPECTED = {
     "drafting.tasks.learner_init_compose": "evals",
     "drafting.tasks.learner_cadence": None,
     "router.tasks.optimization_run": "evals",
-    # Short: one draft (a model call and a Gmail write) per inbound mail; the fan-out and the sweep
-    # only queue those.
-    "drafting.tasks.item_process": None,
-    "drafting.tasks.items_process": None,
+    # One draft (a model call and a Gmail write) per inbound mail: model-bound, so the drafting
+    # queue's threaded worker (issue 31); the sweep only queues them.
+    "drafting.tasks.item_process": "drafting",
+    "drafting.tasks.items_process": "drafting",
     "drafting.tasks.sweep": None,
     # One scoring call after a task ends; the re-queue sweep and the hourly block-rate check are short.
     "analyst.tasks.task_score": None,
@@ -95,17 +95,28 @@ def test_every_registered_task_is_routed_on_purpose():
 
 def test_all_queues_names_the_default_and_each_class():
     base = settings.CELERY_TASK_DEFAULT_QUEUE
-    assert queue.all_queues() == [base, f"{base}.channels", f"{base}.agent", f"{base}.hydration", f"{base}.evals"]
+    assert queue.all_queues() == [base, f"{base}.channels", f"{base}.agent", f"{base}.hydration", f"{base}.drafting",
+                                  f"{base}.evals"]
+
+
+MODEL_BOUND = {"agent", "hydration", "evals", "drafting"}
 
 
 def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
+    """The model-bound queues run the threads pool (their threads mostly wait on the model, issue 31);
+    the others are small prefork workers."""
     lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
     consumed = {}
     for name, command in lines.items():
         if " worker" in command:
             queues = re.search(r"-Q (\S+)", command).group(1)
-            concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
-            assert concurrency <= 2, name  # make run shares two cores between all of them
+            kind = queues.rpartition(".")[2] if "}." in queues else ""
+            if kind in MODEL_BOUND:
+                assert "--pool=threads" in command, name
+                assert "--concurrency" not in command, name  # LINDY_WORKER_THREADS (settings) decides
+            else:
+                concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
+                assert concurrency <= 2, name  # make run shares two cores between all of them
             assert re.search(r"-n \S+@%h", command), f"{name}: each worker needs its own node name"
             consumed[name] = queues
     assert sorted(consumed.values()) == sorted(
@@ -130,4 +141,5 @@ def test_a_task_sent_by_name_lands_in_its_queue_on_the_broker():
             for name in queue.all_queues():
                 conn.default_channel.queue_purge(name)
     base = settings.CELERY_TASK_DEFAULT_QUEUE
-    assert sizes == {base: 0, f"{base}.channels": 1, f"{base}.agent": 0, f"{base}.hydration": 0, f"{base}.evals": 1}
+    assert sizes == {base: 0, f"{base}.channels": 1, f"{base}.agent": 0, f"{base}.hydration": 0,
+                     f"{base}.drafting": 0, f"{base}.evals": 1}
