@@ -10,8 +10,8 @@ from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.http import Http404, HttpResponseServerError, JsonResponse
 from django.shortcuts import redirect, render
-from django.templatetags.static import static
 from django.template import loader
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from lindy.models import Team
 from lindy.permissions import (
     admin_team_ids,
     can_use_workspace,
@@ -21,8 +22,6 @@ from lindy.permissions import (
     team_ids,
     workspace_admin_team_ids,
 )
-
-from lindy.models import Team
 
 from .models import Decision, EvalCandidate
 
