@@ -104,7 +104,7 @@ _USER_WORDS = ((re.compile(r"^Ask the user\b"), "Have the assistant ask you"),
                (re.compile(r"\bwhat they want\b"), "what you want"),
                (re.compile(r"\bthe user's\b"), "your"), (re.compile(r"\bThe user's\b"), "Your"),
                (re.compile(r"\bthe user\b"), "you"), (re.compile(r"\bThe user\b"), "You"))
-_STATUS_FOR_YOU = {Decision.Status.AUTHORIZED: "Authorized by you", Decision.Status.DISMISSED: "Dismissed by you",
+_STATUS_FOR_YOU: dict[str, str] = {Decision.Status.AUTHORIZED: "Authorized by you", Decision.Status.DISMISSED: "Dismissed by you",
                    Decision.Status.SUGGESTION_FOLLOWED: "You sent the suggestion back to the task"}
 
 
