@@ -144,3 +144,36 @@ def bad_parameters(get_response):
 
     middleware.process_exception = process_exception
     return middleware
+
+
+def styled_error_pages(get_response):
+    """With DEBUG on (the demo), a page that is not found or not allowed answers with the
+    product's own 404 and 403 pages, as in production, not Django's technical page listing every
+    URL pattern. The API keeps its JSON errors. Inside CommonMiddleware (a missing trailing slash
+    still redirects) and after the user and messages are known (the page shows the menu)."""
+    from django.core.exceptions import PermissionDenied
+    from django.http import Http404
+    from django.views import defaults
+
+    def _styled(request) -> bool:
+        return settings.DEBUG and not request.path_info.startswith("/api/")
+
+    def middleware(request):
+        if _styled(request):
+            try:
+                resolve(request.path_info)
+            except Resolver404 as exc:
+                return defaults.page_not_found(request, exc)
+        return get_response(request)
+
+    def process_exception(request, exception):
+        if not _styled(request):
+            return None
+        if isinstance(exception, Http404):
+            return defaults.page_not_found(request, exception)
+        if isinstance(exception, PermissionDenied):
+            return defaults.permission_denied(request, exception)
+        return None
+
+    middleware.process_exception = process_exception
+    return middleware

@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "lindy.structured_logs.RouteMiddleware",
     "lindy.middleware.large_form_bodies",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "lindy.middleware.styled_error_pages",
     "lindy.middleware.htmx_messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -17,6 +17,7 @@ urlpatterns = [
     path("meetings/", views.meeting_list, name="meeting-list"),
     path("meetings/<int:meeting_id>/", views.meeting_detail, name="meeting-detail"),
     path("audit/", views.audit_log, name="audit-log"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),

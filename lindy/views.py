@@ -9,8 +9,9 @@ from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.http import Http404, HttpResponseServerError, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.template import loader
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles
@@ -117,6 +118,12 @@ def readyz(request):
     status["failing"] = [part for part, state in status.items() if state != "ok"]
     status["last_beat"] = _last_beat() if status["cache"] == "ok" else None
     return JsonResponse(status, status=503 if status["failing"] else 200)
+
+
+@require_GET
+def favicon(request):
+    """Browsers ask /favicon.ico of every site whatever the page links: the static icon."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 def server_error(request, template_name: str = "500.html"):

@@ -40,6 +40,24 @@ AFFIRMATIVE_IDIOMS = (
 _CANCEL = frozenset({"cancel", "cancelled", "canceled"})
 ACTION_CUES = {"delete_calendar_event": _CANCEL, "cancel_calendar_event": _CANCEL}
 
+# Purpose clauses: "Pay immediately to avoid service suspension" asks to pay; the "avoid" is about
+# the suspension. What follows such a marker says why, so its cue governs the purpose, never the
+# request before it; a fronted one ("To avoid late fees, pay INV-7") ends at its comma. "To avoid"
+# after a verb of wanting or trying ("I want to avoid paying") is the writer's own refusal: not a
+# purpose, so its cue stays.
+PURPOSE_MARKERS = (
+    "to avoid", "in order to avoid", "so as to avoid", "to prevent", "in order to prevent", "so as to prevent",
+    "in order not to", "so as not to", "lest",
+    "so that we don't", "so we don't", "so that you don't", "so you don't", "so that it doesn't", "so it doesn't",
+    "so that there is no", "so there is no", "so that we do not", "so we do not", "so that we won't", "so we won't",
+)
+# Words after which "to avoid …" is what the writer wants to avoid, not why they ask.
+REFUSING_BEFORE_PURPOSE = frozenset((
+    "want wants wanted wanna try tries trying tried like prefer prefers need needs have has had going plan "
+    "plans planning hope hoping wish aim aiming sure careful remember decided decide decides rather mean intend "
+    "intends ought got used please best better chose choose choosing agreed agree promised asked ask told tell"
+).split())
+
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 
 
@@ -52,6 +70,7 @@ def _pattern(words) -> re.Pattern:
 _NEGATION = _pattern(NEGATIONS)
 _CONDITION = _pattern(CONDITIONS)
 _IDIOM = _pattern(AFFIRMATIVE_IDIOMS)
+_PURPOSE = _pattern(PURPOSE_MARKERS)
 _CONTENT = re.compile(r"(?<![\w'])(" + "|".join(re.escape(w) for w in CONTENT_MARKERS if w != ":") + r")(?![\w'])|:",
                       re.I)
 
@@ -68,6 +87,28 @@ def _clean(text: str) -> str:
     return _IDIOM.sub(lambda m: " " * len(m.group(0)), text)
 
 
+def _purpose_start(text: str) -> int | None:
+    """Where a purpose clause starts in `text` after a request, or None."""
+    for match in _PURPOSE.finditer(text):
+        words_before = re.findall(r"[\w']+", text[:match.start()])
+        if not words_before:
+            continue  # a fronted purpose clause: _drop_fronted_purpose handles it
+        if words_before[-1].lower() in REFUSING_BEFORE_PURPOSE:
+            continue
+        return match.start()
+    return None
+
+
+def _without_purpose(text: str) -> str:
+    """`text` without its purpose clauses: a fronted one up to its comma, a later one to the end.
+    Blanked with spaces so positions stay where they were."""
+    fronted = re.match(r"^[\W_]*(?:" + _PURPOSE.pattern + r")[^,;:]*[,;:]", text, re.I)
+    if fronted:
+        text = " " * fronted.end() + text[fronted.end():]
+    start = _purpose_start(text)
+    return text if start is None else text[:start] + " " * (len(text) - start)
+
+
 def _instruction_part(text: str) -> tuple[str, bool]:
     """The text up to where the message's own content starts, and whether it was cut."""
     match = _CONTENT.search(text)
@@ -78,15 +119,15 @@ def find(before: str, inside: str, after: str, *, tool: str = "") -> Negation | 
     """The negation governing `inside`, given the words of its clause before it and of its
     sentence after it (the caller cuts the clause and the sentence), or None. `tool`: the
     action judged, whose own verb (ACTION_CUES) is not a negation."""
-    inside, cut = _instruction_part(_clean(inside))
+    inside, cut = _instruction_part(_without_purpose(_clean(inside)))
     own = ACTION_CUES.get(tool, frozenset())
-    for where, text in (("inside", inside), ("before", _clean(before))):
+    for where, text in (("inside", inside), ("before", _without_purpose(_clean(before)))):
         match = next((m for m in _NEGATION.finditer(text) if m.group(1).lower() not in own), None)
         if match:
             return Negation(match.group(1).lower(), where)
     if cut:
         return None
-    after, _ = _instruction_part(_clean(after))
+    after, _ = _instruction_part(_without_purpose(_clean(after)))
     # Words after the request negate it only when they condition it ("… unless I confirm") or
     # take it back ("…, no, wait"); a later "not" about something else ("…, not INV-8") does not.
     match = _CONDITION.search(after) or re.match(r"^[\W_]*(no|never|wait|don't)(?![\w'])", after, re.I)

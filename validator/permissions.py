@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from lindy.models import Team
 from lindy.permissions import (
     admin_team_ids,
     can_use_workspace,
@@ -27,7 +28,8 @@ from .models import Decision, EvalCandidate
 __all__ = [
     "admin_team_ids", "can_authorize_decision", "can_propose_eval_case", "can_review_actions",
     "can_review_eval_candidates", "can_view_decision_stats", "can_view_eval_matrix", "can_write_task",
-    "get_visible_or_404", "reviewable_candidates", "team_for_new_object", "team_ids", "visible_decisions",
+    "get_visible_or_404", "reviewable_candidates", "stats_team_ids", "team_for_new_object", "team_ids",
+    "visible_decisions",
 ]
 
 
@@ -45,9 +47,17 @@ def can_authorize_decision(user, decision: Decision) -> bool:
     return decision.user_id == getattr(user, "pk", None) and is_member(user, decision.team_id)
 
 
+def stats_team_ids(user) -> list[int]:
+    """The teams whose decision counts the user sees: their own as admin; every team for a
+    superuser (ops watches the validator everywhere, still counts, never contents)."""
+    if is_superuser(user):
+        return list(Team.objects.values_list("pk", flat=True))
+    return admin_team_ids(user)
+
+
 def can_view_decision_stats(user) -> bool:
-    """Team admins see their teams' decision statistics (counts, never contents)."""
-    return bool(admin_team_ids(user))
+    """Team admins (and superusers) see decision statistics (counts, never contents)."""
+    return is_superuser(user) or bool(admin_team_ids(user))
 
 
 def can_propose_eval_case(user, decision: Decision) -> bool:

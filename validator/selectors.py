@@ -64,7 +64,7 @@ def history_around(decision: Decision, before: int = 8) -> list[dict]:
 def team_stats(user, *, days: int = 30) -> dict:
     """Per team the user administers: validated decisions per tool per day, blocked among them.
     Counts only — admins never see the actions themselves."""
-    team_ids = permissions.admin_team_ids(user)
+    team_ids = permissions.stats_team_ids(user)
     first_day = timezone.localdate() - timedelta(days=days - 1)
     names = dict(Team.objects.filter(pk__in=team_ids).values_list("pk", "name"))
     # Summaries for the rolled-up days, the decisions only for the days after: O(days), not O(decisions).
@@ -220,3 +220,53 @@ def alert_series(alerts, *, hours: int = 168, now=None) -> dict:
             "alert_at": alert.window_start.isoformat(),
         })
     return {"hours": [h.strftime("%m-%d %H:00") for h in hour_list], "series": series}
+
+
+# Reviewing ------------------------------------------------------------------------------------------
+
+
+def moves_money(decision: Decision) -> bool:
+    try:
+        tool = tool_registry.get(decision.tool)
+    except tool_registry.UnknownTool:
+        return False
+    return tool.acts_on == tool_registry.PAYMENT or tool_registry.AMOUNT in tool.roles.values()
+
+
+def failed_checks(decision: Decision) -> list[str]:
+    """The code checks this action failed, each in one sentence for the person deciding: what a
+    confirmation restates before an authorization."""
+    evidence = decision.evidence or {}
+    failed = []
+    if decision.validator_failure:
+        failed.append("The validator could not give a verdict, so the action was blocked.")
+    for result in (evidence.get("arguments") or {}).get("results") or ():
+        if not result.get("ok", True):
+            name = str(result.get("argument", "")).replace("_", " ")
+            failed.append(f"{name.capitalize()} “{result.get('value', '')}”: {result.get('reason') or 'not what you wrote'}")
+    for value in (evidence.get("dataflow") or {}).get("values") or ():
+        if value.get("tainted"):
+            failed.append(f"“{value.get('value', '')}” was written only by someone else ({value.get('source', '')}).")
+    for quote in evidence.get("quotes") or ():
+        if not quote.get("by_user"):
+            where = "found nowhere in the task or your memory" if not quote.get("found") else "not your own words"
+            failed.append(f"The assistant quoted “{quote.get('quote', '')}”: {where}.")
+    return failed
+
+
+def needs_confirmation(decision: Decision) -> bool:
+    """Where checks failed or money moves, authorizing is a deliberate second step."""
+    return moves_money(decision) or bool(failed_checks(decision))
+
+
+def next_waiting(user, *, besides: int | None = None) -> Decision | None:
+    """The decision at the top of the user's waiting list, other than `besides`: where the review
+    goes after a verdict."""
+    queryset = decision_list(user, Decision.Status.BLOCKED).defer(*_LIST_DEFERRED)
+    if besides is not None:
+        queryset = queryset.exclude(pk=besides)
+    return queryset.first()
+
+
+_LIST_DEFERRED = ("history", "evidence", "execution_result", "justification", "reasoning", "failure_reason",
+                  "suggested_next_step")

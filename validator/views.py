@@ -3,12 +3,15 @@ eval suite: proposing a decision as a case, reviewing candidates, and the eval m
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.db.models.functions import Substr
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -43,11 +46,43 @@ def blocked_list(request):
         queryset = queryset.exclude(status=Decision.Status.EXEMPT)
     # The rows show the action, task, status and time: the history the validator saw and its
     # evidence (often kilobytes each) stay in the table until a decision is opened.
+    # The reason's first characters only: one line per row, the full text stays on the decision.
     queryset = queryset.defer(*LIST_DEFERRED)
     asked = page_number(request.GET.get("page"))
     page = CappedPaginator(queryset, PAGE_SIZE, asked, deferred_join=True).get_page(asked)
+    page.object_list = page.object_list.annotate(reason_line=Substr("reasoning", 1, REASON_CHARS))
     template = "validator/blocked.html#decision-rows" if request.htmx else "validator/blocked.html"
-    return render(request, template, {"page": page, "show": show})
+    return render(request, template, {"page": page, "show": show, "groups": _similar_groups(page),
+                                      "confidence_legend": CONFIDENCE_LEGEND})
+
+
+REASON_CHARS = 160
+CONFIDENCE_LEGEND = (
+    ("High", "the code checks and the validator agree; the verdict rests on what you wrote, or on its absence."),
+    ("Medium", "the checks passed or failed only in part; read the evidence before you decide."),
+    ("Low", "the validator was unsure or could not give a verdict; treat it as a question for you."),
+)
+
+
+def _reason_line(decision) -> str:
+    text = " ".join((getattr(decision, "reason_line", "") or "").split())
+    return text if len(text) < REASON_CHARS - 1 else text.rsplit(" ", 1)[0] + " …"
+
+
+def _similar_groups(page) -> list[dict]:
+    """The page's rows with repeats folded: one after another, the same action, status and
+    reason are one row, "3 similar", the others listed under it (the list's order kept)."""
+    groups: list[dict] = []
+    previous = None
+    for decision in page:
+        decision.reason_text = _reason_line(decision)
+        key = (decision.tool, decision.description, decision.status, decision.reason_text)
+        if groups and key == previous:
+            groups[-1]["others"].append(decision)
+        else:
+            groups.append({"first": decision, "others": []})
+        previous = key
+    return groups
 
 
 def _recorded_only(decision: Decision) -> bool:
@@ -65,14 +100,45 @@ def _proposal_context(request, decision: Decision) -> dict:
             "suggested_outcome": eval_candidates.suggested_outcome(decision)}
 
 
+_USER_WORDS = ((re.compile(r"^Ask the user\b"), "Have the assistant ask you"),
+               (re.compile(r"\bwhat they want\b"), "what you want"),
+               (re.compile(r"\bthe user's\b"), "your"), (re.compile(r"\bThe user's\b"), "Your"),
+               (re.compile(r"\bthe user\b"), "you"), (re.compile(r"\bThe user\b"), "You"))
+_STATUS_FOR_YOU: dict[str, str] = {Decision.Status.AUTHORIZED: "Authorized by you", Decision.Status.DISMISSED: "Dismissed by you",
+                   Decision.Status.SUGGESTION_FOLLOWED: "You sent the suggestion back to the task"}
+
+
+def for_you(text: str) -> str:
+    """The validator's words (written about "the user") as the page's reader, who is that user,
+    reads them: "you", "your"."""
+    for pattern, words in _USER_WORDS:
+        text = pattern.sub(words, text or "")
+    return text
+
+
+def status_for_you(decision: Decision) -> str:
+    return _STATUS_FOR_YOU.get(decision.status, decision.get_status_display())
+
+
 def _detail_context(request, decision: Decision) -> dict:
+    following = selectors.next_waiting(request.user, besides=decision.pk)
     return {
+        "failed_checks": [for_you(check) for check in selectors.failed_checks(decision)],
+        "moves_money": selectors.moves_money(decision),
+        "needs_confirmation": selectors.needs_confirmation(decision),
+        "next_decision": following,
+        "confidence_legend": CONFIDENCE_LEGEND,
         "recorded_only": _recorded_only(decision),
         "decision": decision,
         "history": selectors.history_around(decision),
-        "argument_rows": decision.argument_rows,
+        "argument_rows": [(str(key).replace("_", " ").capitalize(), key, value)
+                          for key, value in decision.argument_rows],
+        "argument_checks": [dict(r, reason_for_you=for_you(r.get("reason") or ""))
+                            for r in ((decision.evidence or {}).get("arguments") or {}).get("results") or ()],
         "tool_label": tool_registry.label(decision.tool),
-        "suggestion": tool_registry.plain(decision.suggested_next_step or ""),
+        "reasoning": for_you(decision.reasoning),
+        "suggestion": for_you(tool_registry.plain(decision.suggested_next_step or "")),
+        "status_words": status_for_you(decision),
         "can_resolve": decision.is_open and permissions.can_authorize_decision(request.user, decision),
         **_proposal_context(request, decision),
     }
@@ -82,7 +148,15 @@ def _detail_context(request, decision: Decision) -> dict:
 def decision_detail(request, decision_id: int):
     _reviewer_only(request)
     decision = selectors.decision_detail(request.user, decision_id)
-    return render(request, "validator/decision.html", _detail_context(request, decision))
+    context = _detail_context(request, decision)
+    after = query_int(request.GET, "after", low=1, high=INT32_MAX, default=0)
+    if after:
+        # The decision just resolved, one link away (its outcome stays on its own page).
+        context["previous"] = selectors.decision_list(request.user).filter(pk=after).defer(
+            *LIST_DEFERRED).first()
+        if context["previous"] is not None:
+            context["previous_status"] = status_for_you(context["previous"])
+    return render(request, "validator/decision.html", context)
 
 
 def _outcome(decision, done: str) -> tuple[str, bool]:
@@ -106,11 +180,24 @@ def _resolve(request, decision_id: int, action, done: str):
     try:
         decision = action(decision_id=decision.pk, user=request.user)
         done, succeeded = _outcome(decision, done)
-        (messages.success if succeeded else messages.error)(request, done)
     except (services.AlreadyResolved, services.QueueUnavailable) as exc:
         done, succeeded = str(exc), False
-        messages.error(request, done)
         decision = selectors.decision_detail(request.user, decision_id)
+    following = selectors.next_waiting(request.user, besides=decision.pk) if succeeded else None
+    if following is not None:
+        # Review in one pass: the verdict's outcome is said at the top of the next waiting decision.
+        (messages.success if succeeded else messages.error)(
+            request, f"{done} Next waiting: {following.description}.")
+        target = f"{reverse('validator-decision', args=[following.pk])}?after={decision.pk}"
+        if request.htmx:
+            # A full page load (not a swap): that page shows the message and takes the focus.
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = target
+            return response
+        return redirect(target)
+    if succeeded and decision.status != Decision.Status.SUGGESTION_FOLLOWED:
+        done += " Nothing else is waiting for you."
+    (messages.success if succeeded else messages.error)(request, done)
     if request.htmx:
         # The message travels with this response (lindy.middleware.htmx_messages), not to the next page.
         return render(request, "validator/decision.html#decision-outcome", _detail_context(request, decision))
@@ -120,6 +207,18 @@ def _resolve(request, decision_id: int, action, done: str):
 @login_required
 @require_POST
 def decision_authorize(request, decision_id: int):
+    """Where checks failed or money moves, the first POST answers with a confirmation restating
+    the action and what failed (a page without JavaScript, in place with htmx); only the
+    confirmation's own POST (`confirm=yes`) authorizes."""
+    _reviewer_only(request)
+    decision = selectors.decision_detail(request.user, decision_id)
+    if not permissions.can_authorize_decision(request.user, decision):
+        raise Http404("No such decision.")
+    if decision.is_open and selectors.needs_confirmation(decision) and request.POST.get("confirm") != "yes":
+        context = {**_detail_context(request, decision), "confirming": True}
+        if request.htmx:
+            return render(request, "validator/decision.html#decision-outcome", context)
+        return render(request, "validator/confirm.html", context)
     return _resolve(request, decision_id, services.decision_authorize, "Authorized: the action ran.")
 
 

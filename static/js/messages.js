@@ -16,4 +16,8 @@ document.addEventListener("lindy:messages", function (event) {
     area.appendChild(line);
   });
   area.hidden = false;
+  // The event comes before the swap: focus now, and again once the swap has settled (an
+  // autofocus in the new content would otherwise take it back).
+  area.focus();
+  document.body.addEventListener("htmx:afterSettle", function () { area.focus(); }, {once: true});
 });

@@ -34,7 +34,7 @@ def test_authorizing_a_blocked_reply_sends_one_threaded_message_even_when_author
     before = client.get(f"/validator/decisions/{decision.pk}/").content.decode()
     assert "data-recorded-only" not in before  # live: the page does not claim it is only recorded
 
-    after = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True).content.decode()
+    after = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True).content.decode()
     [sent] = google.sent()
     mime = google.raw[sent["id"]]
     assert sent["threadId"] == "t-renewal" and mime["In-Reply-To"] == "<jane-2@initech.test>"
@@ -43,7 +43,7 @@ def test_authorizing_a_blocked_reply_sends_one_threaded_message_even_when_author
     assert (entry.status, entry.execution_key, entry.provider_id) == ("sent", f"decision:{decision.pk}", sent["id"])
     assert "data-provider-link" in after and entry.link in after and "Recorded, not sent" not in after
 
-    again = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True).content.decode()
+    again = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True).content.decode()
     assert "already resolved" in again
     repeat = agent_services.decision_execute(decision=Decision.objects.get(pk=decision.pk))
     assert repeat.ok and "not repeated" in repeat.content
@@ -83,7 +83,7 @@ def test_a_revoked_grant_fails_the_authorized_action_with_reconnect_gmail_on_the
     connect(cast.member, google)
     google.revoke()
     decision = _blocked(cast, "send_email", {"to": ["jane@initech.test"], "subject": "Report", "body": "Attached."})
-    html = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", follow=True).content.decode()
+    html = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True).content.decode()
     assert "reconnect Gmail" in html and "<strong>Failed</strong>" in html
     decision.refresh_from_db()
     assert decision.execution_result["ok"] is False

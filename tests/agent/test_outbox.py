@@ -81,7 +81,7 @@ def test_a_blocked_email_says_before_and_after_authorizing_that_it_is_only_recor
     client = client_for(cast.member)
     before = client.get(f"/validator/decisions/{decision.pk}/").content.decode()
     assert "data-recorded-only" in before and "nothing is sent" in before
-    after = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True).content.decode()
+    after = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True).content.decode()
     assert "Recorded, not sent" in after and "recorded in the outbox as entry" in after
     entry = OutboxEntry.objects.get(decision=decision)
     assert entry.status == "recorded"

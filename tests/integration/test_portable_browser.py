@@ -109,6 +109,9 @@ def test_words_and_states_in_the_browser(browser_page, width, monkeypatch):
     assert "send_sms_to_user" not in suggestion and "(" not in suggestion.split(":")[0]
     assert page.inner_text("[data-tool-label]") == "Pay an invoice"
     page.click('[data-action="authorize"]')
+    # A payment whose checks failed: confirmed first (issue 35), restating what failed.
+    page.wait_for_selector("[data-confirm] [data-failed-checks]")
+    page.click('[data-action="confirm-authorize"]')
     page.wait_for_selector("#messages p.message.error")
     assert "running it failed" in page.inner_text("#messages")
     assert "Failed" in page.inner_text("#decision-outcome")

@@ -58,7 +58,7 @@ def test_decision_page_names_no_tools(cast):
     decision.save()
     html = client_for(cast.member).get(f"/validator/decisions/{decision.pk}/").content.decode()
     suggestion = html.split("data-suggestion>")[1].split("</span>")[0]
-    assert suggestion == "Ask the user by text message whether to pay (“pay an invoice”)."
+    assert suggestion == "Have the assistant ask you by text message whether to pay (“pay an invoice”)."
     assert "Pay an invoice" in html and "<code>pay_invoice</code>" not in html
 
 
@@ -89,7 +89,7 @@ def test_a_failed_authorized_action_says_it_failed(cast, monkeypatch):
     decision = _blocked(cast)
     monkeypatch.setattr(runner, "_runner", _FailingRunner())
     client = client_for(cast.member)
-    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", HTTP_HX_REQUEST="true")
+    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, HTTP_HX_REQUEST="true")
     htmx = response.content.decode()
     assert "the action ran" not in htmx
     # The message travels with the htmx response (lindy.middleware.htmx_messages), as an error.
@@ -102,7 +102,7 @@ def test_a_failed_authorized_action_says_it_failed(cast, monkeypatch):
 
 def test_a_recorded_action_says_it_was_not_sent(cast):
     decision = _blocked(cast)
-    page = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", follow=True).content.decode()
+    page = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True).content.decode()
     assert "the action ran" not in page and "recorded in your outbox, not sent" in page
 
 

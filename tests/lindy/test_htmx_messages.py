@@ -46,12 +46,19 @@ def _messages(response) -> list[dict]:
 def test_an_htmx_authorize_carries_its_message_and_leaves_none_for_the_next_page(cast):
     first, second = _decision(cast), _decision(cast, subject="Q4 report")
     client = client_for(cast.member)
-    response = client.post(f"/validator/decisions/{first.pk}/authorize/", **HX)
-    assert response.status_code == 200 and "<html" not in response.content.decode()
-    assert _messages(response) == [{"level": "success", "text": "Authorized: recorded in your outbox, not sent (no live integration)."}]
-    # The next page, another pending decision, shows no leftover message.
-    page = client.get(f"/validator/decisions/{second.pk}/").content.decode()
-    assert "Authorized: recorded in your outbox, not sent (no live integration)." not in page and 'id="messages"' in page
+    done = "Authorized: recorded in your outbox, not sent (no live integration)."
+    # Another decision waits: the browser is sent there, and the message waits for that page, once.
+    response = client.post(f"/validator/decisions/{first.pk}/authorize/", {"confirm": "yes"}, **HX)
+    assert response.status_code == 204 and response["HX-Redirect"] == f"/validator/decisions/{second.pk}/?after={first.pk}"
+    assert "HX-Trigger" not in response
+    assert f"{done} Next waiting: Send an email" in client.get(response["HX-Redirect"]).content.decode()
+    assert done not in client.get(f"/validator/decisions/{second.pk}/").content.decode()
+    # The last one: the outcome swaps in place and its message travels with the response.
+    last = client.post(f"/validator/decisions/{second.pk}/authorize/", {"confirm": "yes"}, **HX)
+    assert last.status_code == 200 and "<html" not in last.content.decode()
+    assert _messages(last) == [{"level": "success", "text": f"{done} Nothing else is waiting for you."}]
+    page = client.get("/validator/").content.decode()
+    assert done not in page and 'id="messages"' in page
     # Resolving it again: the refusal is the message of that response, and again not kept.
     again = client.post(f"/validator/decisions/{first.pk}/dismiss/", **HX)
     assert [m["level"] for m in _messages(again)] == ["error"]
@@ -95,7 +102,7 @@ def test_rollout_pause_swaps_only_its_card_and_nothing_reaches_the_admin(cast):
 @pytest.mark.django_db
 def test_another_teams_decision_and_a_members_rollout_action_are_404(cast):
     decision = _decision(cast)
-    assert client_for(cast.other_admin).post(f"/validator/decisions/{decision.pk}/authorize/", **HX).status_code == 404
+    assert client_for(cast.other_admin).post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, **HX).status_code == 404
     rollout = _rollout()
     assert client_for(cast.member).post(f"/router/rollouts/{rollout.pk}/pause/", **HX).status_code == 404
     assert Decision.objects.get(pk=decision.pk).status == "blocked"
@@ -114,20 +121,25 @@ def test_authorize_and_dismiss_show_their_message_once_in_the_browser(browser_pa
     page.set_viewport_size({"width": width, "height": 900})
     login(page, cast.member.email, PASSWORD)
     page.goto(f"{page.live_server_url}/validator/decisions/{first.pk}/")
+    # Checks failed: authorizing asks first, in place, restating what failed.
     page.click("button[data-action='authorize']")
-    page.locator("#decision-outcome[data-status='authorized']").wait_for()
+    page.locator("#decision-outcome [data-confirm] [data-failed-checks]").wait_for()
+    page.click("button[data-action='confirm-authorize']")
+    # Then the next waiting decision, with the outcome of the last one at the top, focused.
+    page.wait_for_url(f"**/validator/decisions/{second.pk}/?after={first.pk}")
     messages = page.locator("#messages p.message")
-    messages.first.wait_for()
-    assert messages.count() == 1 and messages.inner_text() == "Authorized: recorded in your outbox, not sent (no live integration)."
-    assert page.locator("#decision-outcome .message").count() == 0
+    assert messages.count() == 1 and messages.inner_text().startswith(
+        "Authorized: recorded in your outbox, not sent (no live integration). Next waiting:")
+    assert page.evaluate("document.activeElement.id") == "messages"
+    page.reload()
+    assert page.locator("#messages p.message").count() == 0 and page.locator("#messages").is_hidden()
 
-    page.goto(f"{page.live_server_url}/validator/decisions/{second.pk}/")
-    assert page.locator("#messages p.message").count() == 0
-    assert page.locator("#messages").is_hidden()
     page.click("button[data-action='dismiss']")
     page.locator("#decision-outcome[data-status='dismissed']").wait_for()
     page.locator("#messages p.message").first.wait_for()
-    assert page.locator("#messages p.message").all_inner_texts() == ["Dismissed: the action will not run."]
+    assert page.locator("#messages p.message").all_inner_texts() == [
+        "Dismissed: the action will not run. Nothing else is waiting for you."]
+    assert page.evaluate("document.activeElement.id") == "messages"
     page.goto(f"{page.live_server_url}/validator/")
     assert page.locator("#messages p.message").count() == 0
 

@@ -44,7 +44,8 @@ CASES = [
          lambda c: f"/validator/decisions/{authorized_decision(c).pk}/propose-eval/", page(404, member=302),
          body={"expected": "allow"}, json=False),
     # Counts, never contents: a support user who administers a team sees them (not its decisions).
-    Case("validator/stats/", "GET", "/validator/stats/", page(404, admin=200, outsider=200, support_admin=200)),
+    Case("validator/stats/", "GET", "/validator/stats/",
+         page(404, admin=200, outsider=200, support_admin=200, superuser=200)),
     # The eval matrix is for ops; candidates for staff and team admins (their own teams' only).
     Case("validator/evals/", "GET", "/validator/evals/", SUPERUSER_PAGE),
     Case("validator/cache/", "GET", "/validator/cache/", SUPERUSER_PAGE),

@@ -46,13 +46,16 @@ def test_user_authorizes_a_blocked_action_once_and_an_admin_cannot(browser_page,
     page.click("a[data-nav='blocked-actions']")
     page.click(f"tr[data-decision='{decision.pk}'] a")
     assert "Send an email to jane@initech.test" in page.locator("h1").inner_text()
-    assert "Ask the user" in page.locator("[data-suggestion]").inner_text()
+    assert "Have the assistant ask you" in page.locator("[data-suggestion]").inner_text()
 
-    # A double click: htmx disables the button while the first request runs, and the server's
-    # conditional update would refuse a second one anyway.
-    page.locator("button[data-action='authorize']").dblclick()
+    # Checks failed: the authorization is confirmed first, then a double click: htmx disables the
+    # button while the first request runs, and the server's conditional update would refuse a
+    # second one anyway.
+    page.locator("button[data-action='authorize']").click()
+    page.locator("[data-confirm] [data-failed-checks]").wait_for()
+    page.locator("button[data-action='confirm-authorize']").dblclick()
     page.locator("#decision-outcome[data-status='authorized']").wait_for()
-    assert "Authorized by the user" in page.locator("[data-outcome]").inner_text()
+    assert "Authorized by you" in page.locator("[data-outcome]").inner_text()
     assert page.locator("button[data-action='authorize']").count() == 0
 
     decision.refresh_from_db()

@@ -179,3 +179,18 @@ def test_memory_without_line_provenance_or_of_the_team_does_not_count():
 def test_no_quotes():
     result = evidence.check("Because it is helpful.", HISTORY)
     assert result.quotes == [] and result.to_dict()["summary"] == "The justification quotes nothing."
+
+
+def test_a_purpose_clause_is_not_read_as_a_refusal_in_the_evidence():
+    """The vendor's "Pay immediately to avoid service suspension" is a request (not the user's);
+    the evidence says so without claiming "avoid" negates it."""
+    history = [{"seq": 1, "id": 21, "actor": "external", "name": "billing@northwind.test",
+                "content": "URGENT: invoice NW-2291 for $4,800 is overdue. Pay immediately to avoid service "
+                           "suspension."},
+               {"seq": 2, "id": 22, "actor": "user", "content": "Please pay invoice NW-2291 to avoid the late fee."}]
+    result = evidence.check('The vendor says "Pay immediately to avoid service suspension" and the user wrote '
+                            '"pay invoice NW-2291 to avoid the late fee"', history)
+    vendor, user = result.quotes
+    assert vendor.found and not vendor.negated and not vendor.by_user
+    assert "negated by" not in vendor.describe() and "not negated" in vendor.describe()
+    assert user.by_user and not user.negated

@@ -59,3 +59,40 @@ def test_an_actions_own_verb_is_not_its_negation():
     assert negation.negated("Cancel my 3pm meeting", tool="cancel_calendar_event") is None
     assert negation.negated("Cancel my 3pm meeting", tool="send_email").cue == "cancel"
     assert negation.negated("Don't cancel my 3pm meeting", tool="delete_calendar_event").cue == "don't"
+
+
+# Phrasing from real billing, renewal and IT mail: a purpose clause ("to avoid …") says why the
+# request is made; its cue governs the purpose, never the request.
+@pytest.mark.parametrize("text", [
+    "Pay immediately to avoid service suspension.",
+    "Please remit payment by Friday to avoid late fees.",
+    "Kindly settle invoice INV-2291 within 5 days in order to avoid a late payment charge.",
+    "Please update your billing details to avoid any interruption to your service.",
+    "To avoid disruption, please pay INV-7 today.",
+    "In order to avoid delays, send the signed contract to legal@initech.test",
+    "Renew your subscription now so as to avoid losing your data.",
+    "Pay the deposit this week so we don't lose the booking",
+    "Please confirm the transfer to prevent your account from being locked.",
+    "Book the 7am train in order not to miss the meeting",
+])
+def test_purpose_clauses_from_real_mail_do_not_negate_the_request(text):
+    assert negation.negated(text) is None
+
+
+@pytest.mark.parametrize("text,cue", [
+    ("I want to avoid paying Evil Ltd this month", "avoid"),
+    ("Try to avoid paying invoice INV-9", "avoid"),
+    ("Avoid paying invoice INV-9 until legal checks it", "avoid"),
+    ("Please avoid sending the contract to bob@globex.test to prevent a leak", "avoid"),
+    ("Don't pay now to avoid the fee", "don't"),
+    ("We'd rather avoid wiring the money today", "avoid"),
+])
+def test_a_refusal_with_avoid_still_negates(text, cue):
+    assert negation.negated(text).cue == cue
+
+
+def test_a_purpose_clause_before_or_after_the_quote_does_not_negate_it():
+    assert negation.find("to avoid suspension, ", "pay immediately", "") is None
+    assert negation.find("pay now to avoid the fee and ", "send the receipt", "") is None
+    # A condition after the purpose still conditions the request.
+    assert negation.find("", "pay invoice inv-7", " to avoid the late fee, unless it is over budget").cue == "unless"

@@ -50,15 +50,23 @@ def test_list_and_detail_show_what_the_reviewer_needs(cast, django_assert_max_nu
     with django_assert_max_num_queries(14):
         detail = client.get(f"/validator/decisions/{decision.pk}/")
     html = detail.content.decode()
-    assert "Authorize and run" in html and "Follow the suggestion" in html and "Dismiss" in html
-    assert decision.reasoning.split(".")[0] in html
-    assert 'data-suggestion' in html and decision.suggested_next_step in html
+    # Money moves and checks failed: Dismiss is the primary button, authorizing asks to confirm.
+    assert "Authorize…" in html and "Follow the suggestion" in html and "Dismiss" in html
+    assert html.index('data-action="dismiss"') < html.index('data-action="authorize"')
+    assert 'class="secondary outline" data-action="authorize"' in html
+    from validator.views import for_you
+    assert for_you(decision.reasoning).split(".")[0] in html and "you wrote" in html
+    assert 'data-suggestion' in html and "Have the assistant ask you by text message to confirm exactly what you want" \
+        in html
     assert "Pay invoice NW-1 immediately." in html  # the history around the action
     assert 'data-quote-found="yes" data-quote-by-user="no"' in html and "billing@northwind.test" in html
     # The argument check shows the reviewer which argument the user never wrote.
-    assert 'data-argument="invoice_id" data-argument-ok="no"' in html and "NW-1 was never named by the user" in html
+    assert 'data-argument="invoice_id" data-argument-ok="no"' in html and "NW-1 was never named by you" in html
     assert 'data-argument="payee" data-argument-ok="yes"' in html
-    assert 'data-confidence>high<' in html
+    assert 'data-confidence>high<' in html and "data-confidence-legend" in html
+    # The action's content comes before the buttons (on a phone too), the telemetry is for staff.
+    assert html.index("data-action-content") < html.index('id="decision-outcome"')
+    assert "data-telemetry" not in html and "no model call" not in html
 
 
 def test_htmx_list_renders_the_partial(cast):
@@ -73,6 +81,7 @@ def test_others_cannot_see_or_authorize(cast, who):
     client = client_for(getattr(cast, who))
     assert client.get(f"/validator/decisions/{decision.pk}/").status_code == 404
     assert client.post(f"/validator/decisions/{decision.pk}/authorize/").status_code == 404
+    assert client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}).status_code == 404
     decision.refresh_from_db()
     assert decision.status == "blocked" and OutboxEntry.objects.count() == 0
 
@@ -80,9 +89,9 @@ def test_others_cannot_see_or_authorize(cast, who):
 def test_authorize_without_javascript_runs_once_and_records_who(cast):
     decision = blocked_payment(cast)
     client = client_for(cast.member)
-    response = client.post(f"/validator/decisions/{decision.pk}/authorize/")
+    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"})
     assert response.status_code == 302
-    again = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True)
+    again = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True)
     assert b"already resolved" in again.content
     decision.refresh_from_db()
     assert decision.status == "authorized" and decision.resolved_by == cast.member and decision.resolved_at
@@ -91,9 +100,90 @@ def test_authorize_without_javascript_runs_once_and_records_who(cast):
     assert client.get(f"/validator/decisions/{decision.pk}/").content.count(b"Authorize and run") == 0
 
 
-def test_authorize_with_htmx_returns_the_outcome(cast):
+def test_authorizing_a_failed_check_payment_needs_a_confirmation_restating_it(cast):
+    """Without JavaScript: the first POST answers with a confirmation page naming the action and
+    each failed check, and changes nothing; only the confirmation's own POST authorizes."""
+    decision = blocked_payment(cast)
+    client = client_for(cast.member)
+    first = client.post(f"/validator/decisions/{decision.pk}/authorize/")
+    html = first.content.decode()
+    assert first.status_code == 200 and "data-confirm" in html and "Pay 10 USD to Northwind for invoice NW-1" in html
+    assert "This moves money" in html and "data-failed-checks" in html
+    assert "Invoice id “NW-1”: NW-1 was never named by you" in html
+    # Dismiss stays the primary (and focused) choice; the authorization carries confirm=yes.
+    assert html.index('data-action="dismiss"') < html.index('data-action="confirm-authorize"')
+    assert 'name="confirm" value="yes"' in html
+    decision.refresh_from_db()
+    assert decision.status == "blocked" and OutboxEntry.objects.count() == 0
+    client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"})
+    decision.refresh_from_db()
+    assert decision.status == "authorized" and OutboxEntry.objects.filter(decision=decision).count() == 1
+
+
+def test_the_htmx_confirmation_comes_in_place(cast):
     decision = blocked_payment(cast)
     response = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert 'id="decision-outcome"' in html and "data-confirm" in html and "<html" not in html
+    decision.refresh_from_db()
+    assert decision.status == "blocked"
+
+
+def test_an_action_whose_checks_passed_and_moves_no_money_authorizes_in_one_step(cast):
+    from validator import selectors
+
+    task = task_with(cast.member, cast.team, [("external", "Please send me the report", "jane@initech.test")])
+    decision = services.check(user=cast.member, team=cast.team, task=task, tool="send_email",
+                              arguments={"to": ["jane@initech.test"], "subject": "Report", "body": "Here."},
+                              justification='"Please send me the report"')
+    assert selectors.needs_confirmation(decision) and not selectors.moves_money(decision)
+    # The same email once the code checks had nothing against it (the model alone blocked it).
+    decision.evidence = {"quotes": [], "arguments": {"ok": True, "results": []}}
+    decision.save(update_fields=["evidence"])
+    assert not selectors.needs_confirmation(decision)
+    client = client_for(cast.member)
+    html = client.get(f"/validator/decisions/{decision.pk}/").content.decode()
+    assert "Authorize and run" in html and "data-deliberate" not in html
+    assert html.index('data-action="authorize"') < html.index('data-action="dismiss"')
+    client.post(f"/validator/decisions/{decision.pk}/authorize/")
+    decision.refresh_from_db()
+    assert decision.status == "authorized"
+
+
+def test_after_a_verdict_the_review_goes_to_the_next_waiting_decision(cast):
+    first, second, third = blocked_payment(cast), blocked_payment(cast), blocked_payment(cast)
+    client = client_for(cast.member)
+    page = client.get(f"/validator/decisions/{first.pk}/").content.decode()
+    assert f'href="/validator/decisions/{third.pk}/" data-next aria-keyshortcuts="n"' in page
+    response = client.post(f"/validator/decisions/{first.pk}/dismiss/")
+    assert response.status_code == 302 and response.url == f"/validator/decisions/{third.pk}/?after={first.pk}"
+    landed = client.get(response.url).content.decode()
+    assert "Dismissed: the action will not run. Next waiting: Pay 10 USD" in landed
+    assert "data-previous-decision" in landed and "Dismissed by you" in landed
+    # With htmx the browser is sent there too; the message waits in the session for that page.
+    hx = client.post(f"/validator/decisions/{third.pk}/authorize/", {"confirm": "yes"}, HTTP_HX_REQUEST="true")
+    assert hx["HX-Redirect"] == f"/validator/decisions/{second.pk}/?after={third.pk}"
+    assert "Authorized" in client.get(hx["HX-Redirect"]).content.decode()
+    # The last one stays in place and says nothing else waits.
+    last = client.post(f"/validator/decisions/{second.pk}/dismiss/", follow=True).content.decode()
+    assert "Nothing else is waiting for you." in last and 'data-status="dismissed"' in last
+
+
+def test_the_list_gives_one_line_of_reason_per_row_and_folds_repeats(cast):
+    for _ in range(3):
+        blocked_payment(cast)
+    task = task_with(cast.member, cast.team, [("external", "Please send me the report", "jane@initech.test")])
+    services.check(user=cast.member, team=cast.team, task=task, tool="send_email",
+                   arguments={"to": ["jane@initech.test"], "subject": "Report", "body": "Here."},
+                   justification='"Please send me the report"')
+    html = client_for(cast.member).get("/validator/").content.decode()
+    assert html.count("data-decision-group=") == 2 and 'data-similar="3"' in html and "3 similar" in html
+    assert html.count("data-reason>") == 2 and "data-confidence-legend" in html
+
+
+def test_authorize_with_htmx_returns_the_outcome(cast):
+    decision = blocked_payment(cast)
+    response = client_for(cast.member).post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert 'id="decision-outcome"' in html and 'data-status="authorized"' in html and "<html" not in html
 
@@ -238,11 +328,11 @@ def test_an_execution_error_after_authorizing_is_recorded_not_a_500(cast, monkey
     decision = blocked_payment(cast)
     monkeypatch.setattr(tools, "execute", broken)
     client = client_for(cast.member)
-    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", follow=True)
+    response = client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}, follow=True)
     assert response.status_code == 200 and b"adapter exploded" in response.content
     decision.refresh_from_db()
     assert decision.status == "authorized" and decision.execution_result["ok"] is False
     assert decision.task.events.filter(content__contains="adapter exploded").count() == 1
-    assert client.post(f"/validator/decisions/{decision.pk}/authorize/").status_code == 302  # refused, once only
+    assert client.post(f"/validator/decisions/{decision.pk}/authorize/", {"confirm": "yes"}).status_code == 302  # refused, once only
     decision.refresh_from_db()
     assert decision.execution_result["ok"] is False
