@@ -72,9 +72,12 @@ def visible_failure_groups(user) -> QuerySet[FailureGroup]:
 
 
 def failure_log_readable(user, event: FailureEvent) -> bool:
-    """The example's log (and the triage written from it): a task's only to those who may open it."""
+    """The example's error text and log (and the triage written from them): a task's only to those who
+    may open it; a job of one person's (their drafts, their memory's hydration) only to that person."""
     if is_content_staff(user):
         return True
     if event.team_id not in workspace_admin_team_ids(user):
         return False
-    return event.task_id is None or visible_tasks(user).filter(pk=event.task_id).exists()
+    if event.task_id is None:
+        return event.user_id in (None, user.pk)
+    return visible_tasks(user).filter(pk=event.task_id).exists()

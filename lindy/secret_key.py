@@ -47,6 +47,17 @@ KNOWN_PLACEHOLDERS = frozenset({
 })
 MIN_LENGTH = 50
 MIN_UNIQUE_CHARACTERS = 5
+# A key that is one short stretch said again ("changeme" seven times, "0123456789" five) is as
+# guessable as the stretch: whatever its length, its period must be at least this long.
+MIN_PERIOD = 25
+
+
+def _period(text: str) -> int:
+    """The length of the shortest stretch `text` repeats (a last, partial copy allowed)."""
+    for size in range(1, len(text)):
+        if all(text[i] == text[i % size] for i in range(size, len(text))):
+            return size
+    return len(text)
 
 
 def secret_key_weakness(key: str) -> str | None:
@@ -55,11 +66,16 @@ def secret_key_weakness(key: str) -> str | None:
     Django's own deploy check (security.W009) names the same three classes, but only as a warning
     that `check --deploy` prints; here start-up stops.
     """
+    key = key.strip()  # spaces around a placeholder add nothing an attacker must guess
     folded = "".join(ch for ch in key.casefold() if ch.isalnum())
     if folded in KNOWN_PLACEHOLDERS or key.startswith("django-insecure-"):
         return "SECRET_KEY is a known placeholder"
+    if folded and folded[: _period(folded)] in KNOWN_PLACEHOLDERS:
+        return "SECRET_KEY is a known placeholder, repeated"
     if len(key) < MIN_LENGTH:
         return f"SECRET_KEY has {len(key)} characters; at least {MIN_LENGTH} are required"
     if len(set(key)) < MIN_UNIQUE_CHARACTERS:
         return f"SECRET_KEY uses fewer than {MIN_UNIQUE_CHARACTERS} distinct characters"
+    if _period(folded or key) < MIN_PERIOD:
+        return f"SECRET_KEY repeats a stretch shorter than {MIN_PERIOD} characters"
     return None

@@ -78,6 +78,22 @@ def origin(url: str) -> tuple[str, str, int] | None:
     return scheme, host, port if port is not None else DEFAULT_PORTS[scheme]
 
 
+def has_userinfo(url: str) -> bool:
+    """A base URL with a user name or password: the HTTP client would send those as Basic auth in
+    place of the bound key, to a host the reader of the row may take for another."""
+    try:
+        parts = urlsplit((url or "").strip())
+        return parts.username is not None or parts.password is not None
+    except ValueError:
+        return False
+
+
+def validate_base_url(url: str) -> None:
+    if has_userinfo(url):
+        raise ValidationError("A provider's base URL may not carry a user name or password (user:pass@host).",
+                              code="base_url_userinfo")
+
+
 def _show(key: tuple[str, str, int]) -> str:
     return f"{key[0]}://{key[1]}:{key[2]}"
 
@@ -103,6 +119,8 @@ def key_binding(*, base_url: str, key_env: str) -> KeyBinding:
     if not bound:
         return KeyBinding(refusal=f"{url_env} is not set: the key in {key_env} is bound to no host, so it is "
                                   f"sent nowhere. Set it to the provider's base URL.")
+    if has_userinfo(base_url):
+        return KeyBinding(refusal="The base URL carries a user name or password: no key is sent.")
     bound_origin, row_origin = origin(bound), origin(base_url)
     if bound_origin is None:
         return KeyBinding(refusal=f"{url_env} is not an http(s) URL, so the key in {key_env} is sent nowhere.")

@@ -1,8 +1,11 @@
 """Every page and every API GET, found rather than listed: pages from the URL resolver, API
 reads from the OpenAPI document. A new page is crawled as soon as it is routed.
 
-`fill` maps a path parameter's name (`task_id`, `fs_id`, `path`...) to a value; a pattern with
-a parameter `fill` lacks is skipped and returned in `unfilled`, so a crawler can say what it missed.
+`fill` maps a path parameter's name (`task_id`, `fs_id`, `path`...) to a value; `name@fragment`
+gives the value for patterns containing `fragment` (the longest fragment wins), for a name that
+means different rows on different pages (`run_id@hydration/`, `run_id@router/evals/`). A pattern
+with a parameter `fill` lacks is returned in `unfilled`: the canary crawl fails on it, so a new page
+is never silently left out.
 """
 
 from __future__ import annotations
@@ -36,16 +39,32 @@ def _patterns(resolver=None, prefix=""):
             yield prefix + str(entry.pattern)
 
 
+def value_for(fill: dict[str, object], pattern: str, name: str) -> object | None:
+    """The value of parameter `name` in `pattern`: the most specific `name@fragment`, else `name`."""
+    scoped = [(key.split("@", 1)[1], value) for key, value in fill.items()
+              if key.startswith(f"{name}@") and key.split("@", 1)[1] in pattern]
+    if scoped:
+        return max(scoped, key=lambda kv: len(kv[0]))[1]
+    return fill.get(name)
+
+
+def _filled(fill: dict[str, object], pattern: str, regex: re.Pattern, prefix: str = "") -> str | None:
+    values = {m.group("name"): value_for(fill, pattern, m.group("name")) for m in regex.finditer(pattern)}
+    if any(value is None for value in values.values()):
+        return None
+    return prefix + regex.sub(lambda m: str(values[m.group("name")]), pattern)
+
+
 def page_paths(fill: dict[str, object]) -> Found:
     found = Found()
     for pattern in _patterns():
         if SKIP.match(pattern) or "^" in pattern:
             continue
-        names = [m.group("name") for m in _CONVERTER.finditer(pattern)]
-        if any(name not in fill for name in names):
+        path = _filled(fill, pattern, _CONVERTER, "/")
+        if path is None:
             found.unfilled.append(pattern)
-            continue
-        found.paths.append((pattern, "/" + _CONVERTER.sub(lambda m: str(fill[m.group("name")]), pattern)))
+        else:
+            found.paths.append((pattern, path))
     return found
 
 
@@ -65,11 +84,11 @@ def api_get_paths(fill: dict[str, object]) -> Found:
     for path, operations in schema["paths"].items():
         if "get" not in operations:
             continue
-        names = [m.group("name") for m in _OPENAPI_PARAM.finditer(path)]
-        if any(name not in fill for name in names):
+        filled = _filled(fill, path, _OPENAPI_PARAM)
+        if filled is None:
             found.unfilled.append(path)
-            continue
-        found.paths.append((path, _OPENAPI_PARAM.sub(lambda m: str(fill[m.group("name")]), path)))
+        else:
+            found.paths.append((path, filled))
     return found
 
 

@@ -9,6 +9,9 @@ from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from lindy.redaction import redacted
+
+from .. import permissions
 from ..models import FailureEvent, FailureGroup
 
 DAYS = 14
@@ -38,3 +41,11 @@ def group_figures(events: QuerySet[FailureEvent], *, now=None) -> dict:
     totals = events.aggregate(failures=Count("pk"), users=Count("user", distinct=True), teams=Count("team", distinct=True))
     versions = list(events.values("version").annotate(n=Count("pk"), last=Max("created_at")).order_by("-last"))
     return {**totals, "per_day": [{"day": d, "count": by_day.get(d, 0)} for d in days], "versions": versions}
+
+
+def example_for(user, event: FailureEvent) -> FailureEvent:
+    """The example as `user` may read it: its error text and log hidden when the failure is of a task
+    (or a person's job) they may not open, since an exception's message quotes what it worked on."""
+    if permissions.failure_log_readable(user, event):
+        return event
+    return redacted(event, ["message", "log"])

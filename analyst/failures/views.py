@@ -57,6 +57,7 @@ def _group_context(request, group_id: int) -> dict:
     if example is None:
         raise Http404("No such failure group.")
     readable = permissions.failure_log_readable(user, example)
+    example = selectors.example_for(user, example)
     example_log = log.example_log(example) if readable else None
     frames = code.product_frames_with_code(example.frames)
     stored = group.triage or {}

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from .. import registry, variants
 from ..models import AuditEvent, PromptVariant, Provider, Rollout, Route, Target
-from ..provider_keys import validate_provider_key_env
+from ..provider_keys import validate_base_url, validate_provider_key_env
 from .audit import audit_event_record, snapshot
 from .evidence import UNEVALUATED_CANDIDATE, MissingEvidence, baseline_evidence, unevaluated_candidate
 
@@ -115,6 +115,7 @@ def provider_check(*, kind: str, base_url: str, api_key_env: str) -> None:
     """The rules a provider obeys (also used by the provider form)."""
     if kind == Provider.Kind.OPENAI_COMPATIBLE and not base_url:
         raise ValidationError("An OpenAI-compatible provider needs a base URL.")
+    validate_base_url(base_url)
     validate_provider_key_env(api_key_env)
 
 

@@ -1,69 +1,43 @@
 """Private stays private in every derived view (issue 29, part 3).
 
-A unique marker is planted in every text field of a member's private records: a private task with
-its events and error, a blocked decision and an eval candidate made from it, the analyst's score,
-drafts and draft-sent pairs, a learner proposal with its diff and context documents, the member's
-memory and its revisions, a private meeting. Then every page (from the URL resolver) and every API
-GET (from the OpenAPI document) is read as the team's admin, another team's admin, support staff and
-a second member of the team: any marker found fails, naming the page and the field. The test of the
-test plants a leaking page and shows the crawl names it.
+A unique marker is planted in every text field of every record a member's private world holds
+(tests/canary.py `plant`: tasks, decisions, the outbox, scores and failures, drafts, pairs, the learner's
+runs, proposals and comparisons, memory, hydration runs and items, texting and Slack messages, alerts);
+the plant fails when a model that can hold such text got no row, so a new model cannot be forgotten.
+Then every page (from the URL resolver) and every API GET (from the OpenAPI document), each path
+parameter filled from the plant (a pattern left unfilled fails), is read as the team's admin, another
+team's admin, support staff and a second member of the team: any marker found fails, naming the page
+and the field, and so does a server error. The test of the test plants a leaking page and shows the
+crawl names it.
 """
 
 from __future__ import annotations
 
-import pytest
 from django.test import override_settings
-from django.utils import timezone
 
-from analyst.models import TaskScore
-from drafting.learner.models import Proposal
-from lindy.models import AgentTask
-from memory import services as memory_services
-from tests.canary import Canaries, crawl, high_water, stamp_new_rows
+from tests.canary import crawl, plant
 from tests.conftest import ApiClient, client_for
-from tests.factories import MeetingFactory, member_of
-from tests.memory.factories import write_linked
+from tests.crawl import api_get_paths, page_paths
+from tests.factories import member_of
 
 ROLES = ["admin", "other_admin", "support", "second_member"]
 # Shared by the member's own act, so their team's admin reads it: a decision the member proposed as
 # an eval case (validator.EvalCandidate, source "user") is reviewed by the team's admins with its
 # action and history (validator.permissions.reviewable_candidates). The analyst's candidates, made
 # from tasks without the member asking, stay staff-only and are not excused.
-SHARED_WITH = {"admin": ("validator.EvalCandidate.",)}
+# Support staff keep the opt-out register (channels_app.models.OptOut): who texted STOP, on which
+# line, with which keyword, is theirs to read by law and design (never a message's body).
+SHARED_WITH = {"admin": "validator.EvalCandidate.", "support": "channels_app.OptOut."}
 
 
-def plant(cast) -> tuple[Canaries, dict]:
-    """The member's private world, every text field stamped; returns the markers and the path values."""
-    from tests.drafting.factories import draft, pair
-    from tests.validator.test_views import blocked_payment
-    from validator import eval_candidates
-    from validator import services as validator_services
-
-    since = high_water()
-    decision = blocked_payment(cast)
-    task = decision.task
-    AgentTask.objects.filter(pk=task.pk).update(visibility="private")
-    authorized = validator_services.decision_authorize(decision_id=blocked_payment(cast).pk, user=cast.member)
-    candidate = eval_candidates.candidate_propose(decision=authorized, user=cast.member, expected="allow")
-    TaskScore.objects.create(team=cast.team, task=task, from_seq=1, through_seq=2, score=0.4, did_what_asked=0.5,
-                             summary="It paid.", error="The analyst call failed.", blocked_reasons=["paid"],
-                             false_claims=["said it paid"])
-    mail = draft(cast.member, cast.team)
-    sent = pair(cast.member, cast.team, sent="Hi Jane,\n\nFriday is fine.\n\nThanks")
-    proposal = Proposal.objects.create(user=cast.member, team=cast.team, created_at=timezone.now(),
-                                       base_context="old", proposed_context="new", diff="-old\n+new", summary="s",
-                                       decision_reason="r")
-    proposal.proposed_from.add(sent)
-    fs = memory_services.filesystem_for_user(cast.member)
-    revision = write_linked(fs, {"people/secret.md": "A private note.\n"}, author=cast.member, author_kind="person")
-    meeting = MeetingFactory(team=cast.team, owner=cast.member, public=False)
-    canaries = Canaries()
-    stamp_new_rows(since, canaries)
-    fill = {"task_id": task.pk, "decision_id": decision.pk, "candidate_id": candidate.pk, "draft_id": mail.pk,
-            "proposal_id": proposal.pk, "fs_id": fs.pk, "path": "people/secret.md", "revision_id": revision.pk,
-            "meeting_id": meeting.pk, "pair_id": sent.pk, "name": "validator", "source": "gmail",
-            "change_id": revision.changes.values_list("pk", flat=True).first()}
-    return canaries, fill
+def _excused(role: str, leak: str, fill: dict) -> bool:
+    label = leak.split(": ", 1)[1]
+    if label.startswith("server error"):
+        return False
+    prefix = SHARED_WITH.get(role)
+    if not prefix or not label.startswith(prefix):
+        return False
+    return role != "admin" or label.endswith(f" #{fill['candidate_id']}")
 
 
 def _clients(cast, role):
@@ -71,25 +45,39 @@ def _clients(cast, role):
     return client_for(user), ApiClient(user).client
 
 
-def test_the_member_reads_their_own_markers(cast):
-    """The markers are really on the pages: the owner finds them (else a clean crawl proves nothing)."""
+def test_the_member_and_staff_read_the_markers(cast):
+    """The markers are really on the pages: the owner, and content staff on the analyst's pages, find
+    them (else a clean crawl proves nothing), from every kind of record the plant covers."""
     canaries, fill = plant(cast)
-    page, api = client_for(cast.member), ApiClient(cast.member).client
-    found, _ = crawl(page, fill, canaries, api_client=api)
-    fields = {leak.split(": ", 1)[1].split(" #")[0] for leak in found}
+    fields = set()
+    for reader in (cast.member, cast.superuser):
+        found, _ = crawl(client_for(reader), fill, canaries, api_client=ApiClient(reader).client)
+        assert not [leak for leak in found if "server error" in leak], found
+        fields |= {leak.split(": ", 1)[1].split(" #")[0] for leak in found}
     for expected in ("lindy.AgentTask.title", "lindy.TaskEvent.content", "drafting.Draft.body",
-                     "memory.MemoryFile.content", "drafting.Proposal.diff"):
+                     "drafting.Draft.inbound_subject", "memory.MemoryFile.content", "memory.MemoryFile.path",
+                     "drafting.Proposal.diff", "hydration.Item.text", "hydration.Item.title", "hydration.Run.error",
+                     "hydration.SourceState.last_error", "agent.OutboxEntry.arguments", "agent.OutboxEntry.error",
+                     "validator.Decision.arguments", "validator.Decision.justification",
+                     "analyst.FailureEvent.message", "analyst.TaskScore.summary", "analyst.TaskScore.error",
+                     "validator.EvalCandidate.justification", "lindy.Meeting.notes"):
         assert expected in fields, (expected, sorted(fields))
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_no_marker_reaches_a_role_that_may_not_read_it(cast, role):
+def test_no_marker_reaches_a_role_that_may_not_read_it(cast):
+    """One plant, read by each role in turn (planting once keeps the crawl within a minute on PG).
+    No pattern is left out for want of an id: a new page's parameter must be filled from the plant."""
     canaries, fill = plant(cast)
-    page, api = _clients(cast, role)
-    leaks, visited = crawl(page, fill, canaries, api_client=api)
-    leaks = [leak for leak in leaks if not leak.split(": ", 1)[1].startswith(SHARED_WITH.get(role, ("-",)))]
-    assert len(visited) > 80
-    assert not leaks, f"{role} read private fields:\n" + "\n".join(leaks[:40])
+    assert not page_paths(fill).unfilled, page_paths(fill).unfilled
+    assert not api_get_paths(fill).unfilled, api_get_paths(fill).unfilled
+    found = {}
+    for role in ROLES:
+        page, api = _clients(cast, role)
+        leaks, visited = crawl(page, fill, canaries, api_client=api)
+        assert len(visited) > 115
+        found[role] = [leak for leak in leaks if not _excused(role, leak, fill)]
+    assert not any(found.values()), "private fields read:\n" + "\n".join(
+        f"{role} {leak}" for role, leaks in found.items() for leak in leaks[:40])
 
 
 def test_the_crawl_catches_a_planted_leak(cast):

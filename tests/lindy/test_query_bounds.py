@@ -25,6 +25,9 @@ class _AnyId(dict):
     def __getitem__(self, key):
         return 1
 
+    def get(self, key, default=None):
+        return 1
+
 
 PAGE_QUERY_NAMES = ["page", "cpage", "days", "team", "line", "matrix", "show", "status", "period", "view", "dir",
                     "q", "route", "part", "state", "code", "error"]

@@ -64,6 +64,12 @@ def test_production_is_secure_when_configured(tmp_path):
     ("your-secret-key-here", "known placeholder"),
     ("django-insecure-" + "w4Nq8Zr2Lx6Tb0Vm3Kc7Hs1Pd5Gy9Fj2Ae6Ru4Io8Ul0Ek3Wn7Xo1Yq5", "known placeholder"),
     ("ab" * 40, "fewer than 5 distinct"),
+    # An attacker's guesses that passed the length and variety checks: a placeholder said again, a
+    # short run repeated, a placeholder behind a space.
+    ("changeme" * 7, "known placeholder, repeated"),
+    ("Secret-Key-" * 5, "known placeholder, repeated"),
+    ("0123456789" * 5, "repeats a stretch shorter than 25"),
+    (" django-insecure-" + "w4Nq8Zr2Lx6Tb0Vm3Kc7Hs1Pd5Gy9Fj2Ae6Ru4Io8Ul0Ek3Wn7Xo1Yq5", "known placeholder"),
 ])
 def test_production_refuses_a_weak_secret_key(tmp_path, key, reason):
     """With DEBUG=0 a short, placeholder or low-variety SECRET_KEY stops start-up (ImproperlyConfigured)."""

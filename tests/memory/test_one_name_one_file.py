@@ -199,3 +199,47 @@ def test_a_utf8_name_without_the_flag_is_read_as_utf8(cast, fs):
     response = _import(cast, fs, data)
     assert response.status_code == 200, response.content
     assert MemoryFile.objects.filter(filesystem=fs, path=name).exists()
+
+
+# --- The writers that bring a name back: the editor's move page, restoring a deleted file, a revert ---
+
+def test_the_editors_move_page_refuses_a_twin(cast, fs):
+    write_linked(fs, {"notes.md": "n\n", "other.md": "o\n"})
+    counts = _unchanged_counts(fs)
+    other = MemoryFile.objects.get(filesystem=fs, path="other.md")
+    response = client_for(cast.admin).post(f"/memory/{fs.pk}/move/other.md", {
+        "new_path": "ＮＯＴＥＳ.md", "update_links": "on", "base_version": other.version})
+    assert response.status_code == 422 and "names the same file as notes.md" in response.content.decode()
+    assert _unchanged(fs, counts)
+
+
+def _unchanged_counts(fs):
+    return MemoryFile.objects.filter(filesystem=fs).count(), Revision.objects.filter(filesystem=fs).count()
+
+
+def _deleted_then_twinned(fs):
+    """notes.md written, then deleted, then Notes.md written: the old name is free, then taken by its twin."""
+    write_linked(fs, {"notes.md": "old\n"})
+    gone = services.file_delete(filesystem=fs, path="notes.md", base_version=None, author_kind="system",
+                                update_links=True)
+    write_linked(fs, {"Notes.md": "new\n"})
+    return gone
+
+
+def test_restoring_a_deleted_file_whose_twin_now_exists_is_refused(cast, fs):
+    gone = _deleted_then_twinned(fs)
+    deletion = gone.changes.get(path="notes.md")
+    counts = _unchanged_counts(fs)
+    with pytest.raises(AlreadyExists, match="names the same file"):
+        services.file_restore(filesystem=fs, change=deletion, author_kind="person", author=cast.admin)
+    assert _unchanged(fs, counts)
+
+
+def test_reverting_a_deletion_whose_twin_now_exists_is_refused(cast, fs):
+    gone = _deleted_then_twinned(fs)
+    counts = _unchanged_counts(fs)
+    with pytest.raises(services.MemoryWriteError):
+        services.revision_revert(revision=gone, author_kind="person", author=cast.admin)
+    assert _unchanged(fs, counts)
+    assert set(MemoryFile.objects.filter(filesystem=fs, path__iexact="notes.md").values_list("path", flat=True)) \
+        == {"Notes.md"}
