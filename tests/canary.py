@@ -226,7 +226,8 @@ def plant(cast) -> tuple[Canaries, dict]:
     )
     from drafting.learner.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal
     from drafting.models import SentMail
-    from hydration.models import Fact, FileSource, GmailAccount, Item, Run, SourceState
+    from google_workspace.models import GmailAccount
+    from hydration.models import Fact, FileSource, Item, Run, SourceState
     from lindy import failures
     from lindy import services as lindy_services
     from lindy.models import AgentTask
