@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from analyst import services as analyst_services
 from channels_app import selectors as channel_selectors
-from lindy import failures, services
+from lindy import failures, seams, services
 from lindy import tool_registry as registry
 from lindy.models import AgentTask, TaskEvent
 from memory import context as memory_context
 from router import gateway
 from router.models import CallScore
-from router.services.scores import call_score_record
+from router.services import call_score_record
 from router.types import ModelError
 from validator import prompts as validator_prompts
 from validator import services as validator_services
@@ -151,7 +150,8 @@ def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TUR
     """Run the agent on the task; when it stops, the analyst scores the run in the background."""
     with failures.capturing("agent_run", route=ROUTE, task_id=task.pk, user_id=task.owner_id, team_id=task.team_id):
         result = _run(task, channel=channel, max_turns=max_turns)
-    analyst_services.task_score_queue(task_id=result.task.pk, call_ids=result.call_ids, stopped=result.stopped)
+    seams.agent_run_finished.send(sender=AgentTask, task_id=result.task.pk, call_ids=result.call_ids,
+                                  stopped=result.stopped)
     return result
 
 

@@ -8,10 +8,10 @@ class AnalystConfig(AppConfig):
     def ready(self):
         from lindy import demo as core_demo
         from lindy import failures as core_failures
-        from lindy import navigation, task_annotations
+        from lindy import navigation, seams, task_annotations
         from router import variants
         from router.routing import register_route
-        from router.services.scores import register_metric
+        from router.services import register_metric
 
         from . import demo, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules, the task)
         from .failures import celery_signal, record
@@ -44,3 +44,11 @@ class AnalystConfig(AppConfig):
         # After the agent's demo tasks (20, 95): each finished one gets its score.
         core_demo.register_seeder(97, demo.seed)
         core_demo.register_seeder(98, demo.seed_failures)
+        # The agent says a run stopped (it never imports the analyst): score it.
+        seams.agent_run_finished.connect(_score_finished_run, dispatch_uid="analyst.score_finished_run")
+
+
+def _score_finished_run(sender, *, task_id: int, call_ids=(), stopped: str = "", **kwargs) -> None:
+    from .services import task_score_queue
+
+    task_score_queue(task_id=task_id, call_ids=call_ids, stopped=stopped)

@@ -49,7 +49,7 @@ def _gmail_fake():
 
 
 def _fetch_and_parse(http, message_id: str) -> None:
-    from hydration import gmail
+    from google_workspace import messages as gmail
 
     message = http.get(f"messages/{message_id}", params={"format": "full"}).json()
     payload = message.get("payload") or {}

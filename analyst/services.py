@@ -13,7 +13,7 @@ from lindy import queue
 from lindy.models import AgentTask, TaskEvent
 from router import gateway
 from router.models import ModelCall
-from router.services.scores import call_score_record
+from router.services import call_score_record
 from router.types import ModelError
 from validator import eval_candidates
 from validator.models import Decision, EvalCandidate

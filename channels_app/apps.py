@@ -12,7 +12,7 @@ class ChannelsAppConfig(AppConfig):
 
         core_metrics.register("channels_app", metrics.collect)  # its lindy_* figures on /metrics
         from lindy import demo as core_demo
-        from lindy import erasure, home, navigation, ops_alerts, schedules
+        from lindy import erasure, home, navigation, ops_alerts, schedules, seams
         from router.routing import register_route
 
         # Register the Celery tasks in every process (web too): services queue them by name.
@@ -26,6 +26,8 @@ class ChannelsAppConfig(AppConfig):
         from .services.media import TRANSCRIBE_ROUTE
 
         erasure.register("channels.inbound_messages", user_texts_erase)
+        # Hydration reads the Slack channels switched on for memory through this provider.
+        seams.register_slack_channels(for_team=selectors.memory_feeds_for_team, for_user=selectors.memory_feeds_for_user)
         # Other apps' operational alerts (the validator's block rates) go to the same people and channel.
         from .services.alerts import email_support, post_to_ops_slack
 

@@ -1,4 +1,4 @@
-"""Reads of the channels app. The Slack hydration source reads memory_channels_for_*."""
+"""Reads of the channels app. The Slack hydration source reads memory_feeds_for_* (lindy.seams)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from datetime import date, timedelta
 from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.utils import timezone
+
+from lindy.seams import SlackMemoryChannel
 
 from .images import Photo, photo_of
 from .models import (
@@ -35,6 +37,30 @@ def memory_channels_for_user(user) -> QuerySet[SlackChannel]:
         active=True, is_private=True, shares__user=user, shares__use_for_memory=True,
         team__memberships__user=user,
     ).distinct()
+
+
+def _feeds(channels, members: dict[int, dict[str, int]]) -> list[SlackMemoryChannel]:
+    return [SlackMemoryChannel(channel_id=c.channel_id, name=c.name, slack_team_id=c.slack_team_id,
+                               installation_id=c.installation_id,
+                               bot_token=c.installation.bot_token if c.installation else "",
+                               members=members.get(c.pk, {}))
+            for c in channels.select_related("installation").order_by("channel_id")]
+
+
+def memory_feeds_for_team(team) -> list[SlackMemoryChannel]:
+    """What hydration reads for a team's memory (registered in lindy.seams by apps.py). A team
+    memory's messages speak for the team: no members needed."""
+    return _feeds(memory_channels_for_team(team), {})
+
+
+def memory_feeds_for_user(user) -> list[SlackMemoryChannel]:
+    """What hydration reads for a user's memory, with who shares each channel (whose words)."""
+    channels = memory_channels_for_user(user)
+    members: dict[int, dict[str, int]] = {}
+    for channel_id, slack_id, user_id in (SlackChannelShare.objects.filter(channel__in=channels)
+                                          .exclude(slack_user_id="").values_list("channel_id", "slack_user_id", "user_id")):
+        members.setdefault(channel_id, {})[slack_id] = user_id
+    return _feeds(channels, members)
 
 
 def team_channels(team) -> QuerySet[SlackChannel]:

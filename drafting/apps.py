@@ -11,9 +11,8 @@ class DraftingConfig(AppConfig):
         from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
-        from router.services import register_metric
+        from router.services import register_metric, register_optimizable
         from router.services.evals import register_request_builder
-        from router.services.optimize import register_optimizable
 
         from . import evals, offline, permissions, prompts, selectors, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
         from .services.pairs import METRIC

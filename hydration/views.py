@@ -14,12 +14,16 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from google_workspace import oauth
+from google_workspace import services as google_services
+from google_workspace.errors import GoogleError
+from google_workspace.models import GmailAccount
 from memory import diffs
 from memory import selectors as memory_selectors
 from memory.models import FileSystem
 
-from . import gmail, permissions, selectors, services
-from .models import GmailAccount, Run
+from . import permissions, selectors, services
+from .models import Run
 from .sources import SOURCES
 
 RUNS_PAGE_SIZE = 20
@@ -64,7 +68,7 @@ def filesystem(request, fs_id):
     context = {
         "fs": fs, "sources": selectors.source_rows(fs, states), "page": page,
         "can_run": permissions.can_run_hydration(request.user, fs), "active": selectors.active_run(fs),
-        "gmail_account": gmail_account, "gmail_configured": gmail.configured(),
+        "gmail_account": gmail_account, "gmail_configured": oauth.configured(),
         "show_gmail": fs.kind == FileSystem.Kind.USER and fs.owner_id == request.user.pk,
     }
     if request.htmx and request.GET.get("page"):
@@ -178,13 +182,13 @@ def _own_fs_url(user) -> str:
 def gmail_connect(request):
     if not permissions.can_connect_gmail(request.user):
         raise Http404("Memory belongs to team members.")
-    if not gmail.configured():
+    if not oauth.configured():
         messages.error(request, "Gmail is not set up on this server (GMAIL_CLIENT_ID and GMAIL_CLIENT_SECRET).")
         return redirect(_own_fs_url(request.user))
     purpose = request.POST.get("purpose", "read")
-    if purpose not in gmail.PURPOSES:
+    if purpose not in oauth.PURPOSES:
         return HttpResponseBadRequest("Unknown Google permission.")
-    return redirect(services.gmail_connect_start(user=request.user, redirect_uri=_redirect_uri(request),
+    return redirect(google_services.gmail_connect_start(user=request.user, redirect_uri=_redirect_uri(request),
                                                  purpose=purpose))
 
 
@@ -196,10 +200,10 @@ def gmail_callback(request):
         messages.error(request, f"Gmail was not connected: {request.GET['error'][:100]}.")
         return redirect(_own_fs_url(request.user))
     try:
-        account = services.gmail_account_connect(
+        account = google_services.gmail_account_connect(
             user=request.user, state=request.GET.get("state", ""), code=request.GET.get("code", ""),
             redirect_uri=_redirect_uri(request))
-    except gmail.GmailError as exc:
+    except GoogleError as exc:
         messages.error(request, str(exc))
         return redirect(_own_fs_url(request.user))
     messages.success(request, f"Gmail connected ({account.email}).")
@@ -211,7 +215,7 @@ def gmail_callback(request):
 def gmail_disconnect(request):
     if not permissions.can_connect_gmail(request.user):
         raise Http404("Memory belongs to team members.")
-    services.gmail_account_disconnect(user=request.user)
+    google_services.gmail_account_disconnect(user=request.user)
     messages.success(request, "Gmail disconnected: its tokens were deleted.")
     return redirect(_own_fs_url(request.user))
 
@@ -225,6 +229,6 @@ def gmail_actions_off(request):
     purpose = request.POST.get("purpose", "")
     if purpose not in ("gmail_actions", "calendar_actions"):
         return HttpResponseBadRequest("Unknown Google permission.")
-    services.gmail_actions_turn_off(user=request.user, purpose=purpose)
+    google_services.gmail_actions_turn_off(user=request.user, purpose=purpose)
     messages.success(request, "The assistant no longer acts there: its actions are recorded, not sent.")
     return redirect(_own_fs_url(request.user))

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "lindy",
     "router",
     "memory",
+    "google_workspace",
     "hydration",
     "validator",
     "channels_app",
@@ -465,15 +466,6 @@ HYDRATION_RUN_MAX_ATTEMPTS = env.integer("HYDRATION_RUN_MAX_ATTEMPTS", 3, min=1)
 # Gmail calls (Slack calls use SLACK_HTTP_TIMEOUT).
 HYDRATION_HTTP_TIMEOUT = env.number("HYDRATION_HTTP_TIMEOUT", 20, min=0, min_inclusive=False)
 HYDRATION_SLACK_MAX_RETRIES = env.integer("HYDRATION_SLACK_MAX_RETRIES", 3, min=0)
-# The Slack channels switched on for a memory file system come from channels_app (hydration does not
-# import it): callables returning a QuerySet of channels_app.models.SlackChannel.
-#   for_team(team) -> public channels for the team's memory; for_user(user) -> the user's private ones
-HYDRATION_SLACK_CHANNELS_FOR_TEAM = env.dotted_path(
-    "HYDRATION_SLACK_CHANNELS_FOR_TEAM", "channels_app.selectors.memory_channels_for_team"
-)
-HYDRATION_SLACK_CHANNELS_FOR_USER = env.dotted_path(
-    "HYDRATION_SLACK_CHANNELS_FOR_USER", "channels_app.selectors.memory_channels_for_user"
-)
 GMAIL_CLIENT_ID = env.text("GMAIL_CLIENT_ID")
 GMAIL_CLIENT_SECRET = env.text("GMAIL_CLIENT_SECRET")
 GMAIL_API_BASE_URL = env.url("GMAIL_API_BASE_URL", "https://gmail.googleapis.com")

@@ -423,17 +423,20 @@ def ensure_defaults_on_migrate(sender, **kwargs):
     ensure_defaults()
 
 
+class UnknownRoute(LookupError):
+    """A model call named a route that has no row: no app registers it (register_route), or the
+    database was not migrated since it was registered (ensure_defaults runs after migrate).
+    Reading never creates one: a typo must not become a route of its own."""
+
+
 def _route_info(route: str) -> RouteInfo:
-    current = table()
-    info = current.routes.get(route)
-    if info is not None:
-        return info
-    ensure_defaults()
     info = table().routes.get(route)
     if info is None:
-        Route.objects.get_or_create(name=route, defaults={"baseline": Target.objects.get(name=DEFAULT_TARGET)})
-        invalidate()
-        info = table().routes[route]
+        forget_local()  # created since this process read its table: read it again, write nothing
+        info = table().routes.get(route)
+    if info is None:
+        why = "no app registers it" if route not in _ROUTES else "its row is missing: run manage.py migrate"
+        raise UnknownRoute(f"Unknown route {route!r}: {why}.")
     return info
 
 

@@ -225,7 +225,8 @@ def plant(cast) -> tuple[Canaries, dict]:
         WebhookEvent,
     )
     from drafting.models import Comparison, ContextInit, HistoryBlob, LearnerRun, Proposal, SentMail
-    from hydration.models import Fact, FileSource, GmailAccount, Item, Run, SourceState
+    from google_workspace.models import GmailAccount
+    from hydration.models import Fact, FileSource, Item, Run, SourceState
     from lindy import failures
     from lindy import services as lindy_services
     from lindy.models import AgentTask

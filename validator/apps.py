@@ -15,9 +15,8 @@ class ValidatorConfig(AppConfig):
         from lindy import home, navigation, schedules
         from router import variants
         from router.routing import register_route
+        from router.services import register_guardrail_hook, register_optimizable
         from router.services.evals import register_case_source, register_eval_gate, register_request_builder
-        from router.services.guardrails import register_guardrail_hook
-        from router.services.optimize import register_optimizable
 
         # offline registers the validator's offline rules; tasks registers eval_cell, which
         # eval_matrix enqueues by name.

@@ -20,8 +20,8 @@ from datetime import date, datetime
 
 from django.conf import settings
 
-from hydration import gmail as hydration_gmail
-from hydration.models import GmailAccount
+from google_workspace import oauth
+from google_workspace.models import GmailAccount
 
 from .execution import Ambiguous, Done, Rejected
 from .google_api import Session, resume_action, run_action
@@ -253,7 +253,7 @@ ACTIONS: dict[str, type[CalendarAction]] = {
 
 
 def live(account: GmailAccount | None) -> bool:
-    return bool(account and account.act_in_calendar and hydration_gmail.configured())
+    return bool(account and account.act_in_calendar and oauth.configured())
 
 
 def run(ctx, tool: str, arguments: dict, result_cls):

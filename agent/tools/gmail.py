@@ -22,8 +22,9 @@ from email.utils import formatdate, getaddresses, parseaddr
 
 from django.conf import settings
 
-from hydration import gmail as hydration_gmail
-from hydration.models import GmailAccount
+from google_workspace import messages as gmail_messages
+from google_workspace import oauth
+from google_workspace.models import GmailAccount
 
 from .execution import Done, Rejected, token
 from .google_api import Session, resume_action, run_action
@@ -102,7 +103,7 @@ class GmailAction(ABC):
         """Do the action once at the provider and say what was done."""
 
     def _marked(self, message: dict, key: str) -> bool:
-        headers = hydration_gmail.headers_of(message.get("payload") or {})
+        headers = gmail_messages.headers_of(message.get("payload") or {})
         return headers.get(HEADER.lower()) == token(key)
 
     def find_sent(self, entry) -> Done | None:
@@ -158,7 +159,7 @@ class ReplyToEmail(GmailAction):
         messages = thread.get("messages") or []
         if not messages:
             raise Rejected(f"Gmail thread {a['thread_id']} has no messages to reply to.")
-        last = hydration_gmail.headers_of(messages[-1].get("payload") or {})
+        last = gmail_messages.headers_of(messages[-1].get("payload") or {})
         own = _address(self.account.email)
         if _address(last.get("from", "")) == own:
             to = [addr for _, addr in getaddresses([last.get("to", "")]) if addr]
@@ -280,7 +281,7 @@ def account_for(user) -> GmailAccount | None:
 def live(account: GmailAccount | None) -> bool:
     """Does the user let the assistant act in Gmail? (A revoked grant stays live here: its
     actions fail with "reconnect Gmail" instead of quietly becoming recorded-only.)"""
-    return bool(account and account.act_in_gmail and hydration_gmail.configured())
+    return bool(account and account.act_in_gmail and oauth.configured())
 
 
 def run(ctx, tool: str, arguments: dict, result_cls):

@@ -1,7 +1,7 @@
 """One live action's calls to a Google API (Gmail, Calendar) with the user's own grant.
 
 HTTP is httpx, as in the rest of the product (timeouts, the test fakes); credentials and their
-refresh are google-auth's (hydration.gmail.access_token), so no token protocol is hand-written.
+refresh are google-auth's (google_workspace.oauth.access_token), so no token protocol is hand-written.
 
 - 401: refresh once (google-auth); a second 401, or a refresh Google refuses, marks the
   connection disconnected and fails the action with "reconnect Gmail" — never a retry loop.
@@ -22,8 +22,9 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
-from hydration import gmail as google_auth
-from hydration.models import GmailAccount
+from google_workspace import oauth as google_auth
+from google_workspace.errors import GoogleError, NotConnected
+from google_workspace.models import GmailAccount
 
 from .execution import Ambiguous, Disconnected, Rejected, Unavailable, drive, run_once
 
@@ -89,9 +90,9 @@ class Session:
         while True:
             try:
                 return google_auth.access_token(self.account, force_refresh=refresh)
-            except google_auth.GmailDisconnected:
+            except NotConnected:
                 raise Disconnected(reconnect_text(self.product)) from None
-            except google_auth.GmailError as exc:
+            except GoogleError as exc:
                 self.wait(str(exc))
 
     def request(self, method: str, url: str, *, replay_safe: bool, json=None, params=None,

@@ -1,5 +1,5 @@
 """Initialization's fetch: the threads the user answered in the last months, from the Gmail API
-(the user's own Google connection, hydration.gmail), sanitized and formatted for the composer
+(the user's own Google connection, google_workspace), sanitized and formatted for the composer
 and for replaying drafts (each entry holds a drafting.prompts.Thread as a dict).
 
 An answered thread is a message in the user's SENT mail whose thread holds an earlier message
@@ -13,8 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from hydration.gmail import GmailClient, body_text, headers_of
-from hydration.models import GmailAccount
+from google_workspace.client import GoogleClient
+from google_workspace.errors import NotConnected
+from google_workspace.messages import body_text, headers_of
+from google_workspace.models import GmailAccount
 
 from .. import prompts as draft_prompts
 from .text import strip_quotes
@@ -24,10 +26,6 @@ MAX_THREADS = 200
 MAX_BODY = 4000
 PAGE = 100
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-class NotConnected(Exception):
-    pass
 
 
 def _clean(text: str) -> str:
@@ -52,19 +50,10 @@ def fetch_answered_threads(user, *, months: int) -> list[dict]:
     if account is None or account.status != GmailAccount.Status.CONNECTED:
         raise NotConnected("Gmail is not connected: connect it to initialize the context document.")
     after = int((timezone.now() - timedelta(days=30 * months)).timestamp())
-    client = GmailClient(account)
+    client = GoogleClient(account)
     try:
-        ids: list[str] = []
-        token = None
-        while len(ids) < MAX_SENT:
-            params = {"q": f"in:sent after:{after}", "maxResults": PAGE}
-            if token:
-                params["pageToken"] = token
-            listing = client.get("messages", params)
-            ids += [m["id"] for m in listing.get("messages") or []]
-            token = listing.get("nextPageToken")
-            if not token:
-                break
+        ids = [m["id"] for m in client.pages("messages", {"q": f"in:sent after:{after}", "maxResults": PAGE},
+                                             limit=MAX_SENT)]
         entries, threads_seen = [], {}
         for message_id in ids[:MAX_SENT]:
             sent = client.get(f"messages/{message_id}", {"format": "full"})

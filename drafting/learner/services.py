@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from google_workspace.errors import NotConnected
 from lindy import failures, queue
 from lindy.models import Membership
 from memory.draft import MemoryWriteError
@@ -379,7 +380,7 @@ def context_init_fetch(*, init_id: int, task_id: str = "") -> int | None:
     if init is None:
         return None
     if init.blob_id is None:
-        from .history import NotConnected, fetch_answered_threads
+        from .history import fetch_answered_threads
 
         try:
             threads = fetch_answered_threads(init.user, months=init.months)

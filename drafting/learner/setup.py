@@ -6,8 +6,8 @@ from __future__ import annotations
 def ready(label: str) -> None:
     from lindy import navigation, schedules
     from router.routing import register_route
+    from router.services import register_optimizable
     from router.services.evals import register_request_builder
-    from router.services.optimize import register_optimizable
 
     from .. import selectors as drafting_selectors
     from . import evals, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules; tasks by name)

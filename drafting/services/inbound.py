@@ -20,8 +20,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agent import services as agent_services
-from hydration.gmail import GmailClient, GmailDisconnected, GmailError, body_text, headers_of
-from hydration.models import GmailAccount, Item
+from google_workspace.client import GoogleClient
+from google_workspace.errors import GoogleError, NotConnected
+from google_workspace.messages import body_text, headers_of
+from google_workspace.models import GmailAccount
+from hydration.models import Item
 from lindy import failures, queue
 from lindy.models import Membership
 from memory.models import FileSystem
@@ -100,11 +103,11 @@ def item_process(*, item_id: int) -> str:
 
 # --- Gmail ---------------------------------------------------------------------------------------
 
-def _client(user) -> GmailClient:
+def _client(user) -> GoogleClient:
     account = GmailAccount.objects.filter(user=user).first()
     if account is None or account.status != GmailAccount.Status.CONNECTED:
-        raise GmailDisconnected("Gmail is not connected.")
-    return GmailClient(account)
+        raise NotConnected("Gmail is not connected.")
+    return GoogleClient(account)
 
 
 def _own_addresses(user) -> set[str]:
@@ -167,18 +170,18 @@ def _draft(draft: Draft, user, team) -> str:
 def draft_inbound(*, draft: Draft, user, team, gmail) -> str:
     """The drafting step on one claimed inbound email: read it and its thread from Gmail, apply
     the rules, ask the model, save the draft (through the outbox). `gmail` is the user's
-    GmailClient, or anything answering its `get(path, params)` and `close()` with Gmail's shapes:
+    GoogleClient, or anything answering its `get(path, params)` and `close()` with Gmail's shapes:
     the learner simulation hands in its simulated mailbox here, so it drafts with this very code."""
     client = gmail
     try:
         message = client.get(f"messages/{draft.gmail_message_id}", {"format": "full"})
         thread_id = message.get("threadId", "")
         thread = client.get(f"threads/{thread_id}", {"format": "full"}) if thread_id else {"messages": [message]}
-    except GmailDisconnected as exc:
+    except NotConnected as exc:
         draft.status, draft.error = Draft.Status.FAILED, str(exc)[:2000]
         draft.save()
         return "failed: Gmail is disconnected"
-    except GmailError as exc:
+    except GoogleError as exc:
         raise Retry(str(exc)) from exc
     finally:
         client.close()
@@ -271,11 +274,11 @@ def sent_process(*, item: Item) -> str:
             message = client.get(f"messages/{item.external_id}", {"format": "full"})
         finally:
             client.close()
-    except GmailDisconnected as exc:
+    except NotConnected as exc:
         seen.note = f"Gmail disconnected: {exc}"[:300]
         seen.save()
         return "Gmail is disconnected"
-    except GmailError as exc:
+    except GoogleError as exc:
         seen.delete()  # looked at again on the retry
         raise Retry(str(exc)) from exc
     seen.gmail_thread_id = message.get("threadId", "")

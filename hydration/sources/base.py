@@ -18,9 +18,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 
-
-class NotConnected(Exception):
-    """The source has nothing to read from for this file system (e.g. no Gmail account)."""
+# The one "connect it first" error, for every source (Slack too): a run reports it one way.
+from google_workspace.errors import NotConnected as NotConnected
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from email.utils import parseaddr
 
+from google_workspace.client import GoogleClient
+from google_workspace.messages import body_text as _body
+from google_workspace.messages import headers_of as _headers
+from google_workspace.models import GmailAccount
 from lindy.models import User
 
-from ..gmail import GmailClient, GmailDisconnected
-from ..gmail import body_text as _body
-from ..gmail import headers_of as _headers
-from ..models import GmailAccount, Item
+from ..models import Item
 from .base import Fetched, NotConnected, Source, SourceItem
 
 PAGE_SIZE = 500  # the most messages.list returns per page
@@ -69,23 +70,13 @@ class GmailSource(Source):
             raise NotConnected("Gmail is not connected." if account is None else
                                f"Gmail is disconnected: {account.status_detail or 'connect it again.'}")
         after_ms = int(cursor.get("after_ms", 0))
-        client = GmailClient(account)
+        client = GoogleClient(account)
         senders = _Senders(filesystem, account)
         try:
-            ids: list[str] = []
-            page_token = None
             query = f"after:{after_ms // 1000}" if after_ms else ""
             # A first run (no cursor) starts from the newest mail rather than the whole mailbox.
             limit = MAX_LISTED if after_ms else MAX_MESSAGES
-            while len(ids) < limit:
-                params = {"maxResults": PAGE_SIZE, "q": query}
-                if page_token:
-                    params["pageToken"] = page_token
-                listing = client.get("messages", params)
-                ids += [m["id"] for m in listing.get("messages") or []]
-                page_token = listing.get("nextPageToken")
-                if not page_token:
-                    break
+            ids = [m["id"] for m in client.pages("messages", {"maxResults": PAGE_SIZE, "q": query}, limit=limit)]
             # Gmail lists newest first. With a backlog larger than one run takes, take the
             # OLDEST of it: the cursor then stops at the newest message taken, and the next
             # run continues from there, so nothing in between is skipped.
@@ -112,8 +103,6 @@ class GmailSource(Source):
                     text=(f"Email from {headers.get('from', '?')} to {headers.get('to', '?')}\n"
                           f"Subject: {subject}\n{body[:MAX_BODY_CHARS]}"),
                 ))
-        except GmailDisconnected as exc:
-            raise NotConnected(str(exc)) from None
         finally:
             client.close()
         items.sort(key=lambda item: item.occurred_at)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.utils.module_loading import import_string
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from lindy import seams
 from lindy.slack_client import web_client
 
 from ..models import Item
@@ -42,10 +42,8 @@ def _authors(filesystem, channel):
     A team memory reads the team's public channels: its members speak for the team."""
     if filesystem.kind == "team":
         return None
-    known = {slack_id: user_id for slack_id, user_id in channel.shares.exclude(slack_user_id="")
-             .values_list("slack_user_id", "user_id")}
     return {slack_id: Item.AuthorKind.OWNER if user_id == filesystem.owner_id else Item.AuthorKind.TEAMMATE
-            for slack_id, user_id in known.items()}
+            for slack_id, user_id in channel.members.items()}
 
 
 def _author_kind(authors: dict | None, message: dict) -> str:
@@ -123,20 +121,20 @@ def _threads_with_new_replies(client: WebClient, channel, oldest: str) -> list[t
 class SlackSource(Source):
     kind = "slack"
 
-    def channels(self, filesystem):
-        """The channels switched on for this memory, from the channels app through the seams named in
-        settings (HYDRATION_SLACK_CHANNELS_FOR_TEAM / _FOR_USER): hydration does not import it."""
+    def channels(self, filesystem) -> list[seams.SlackMemoryChannel]:
+        """The channels switched on for this memory, from the provider channels_app registers in
+        lindy.seams (hydration does not import channels_app), by channel id."""
         if filesystem.kind == "team":
-            channels = import_string(settings.HYDRATION_SLACK_CHANNELS_FOR_TEAM)(filesystem.team)
+            channels = seams.slack_channels("team", filesystem.team)
         else:
-            channels = import_string(settings.HYDRATION_SLACK_CHANNELS_FOR_USER)(filesystem.owner)
-        return list(channels.select_related("installation").order_by("channel_id"))
+            channels = seams.slack_channels("user", filesystem.owner)
+        return sorted(channels, key=lambda c: c.channel_id)
 
     def fetch(self, filesystem, cursor: dict) -> Fetched:
         channels = self.channels(filesystem)
         if not channels:
             raise NotConnected("No Slack channel is switched on for this memory.")
-        with_token = [c for c in channels if c.installation and c.installation.bot_token]
+        with_token = [c for c in channels if c.bot_token]
         if not with_token:
             raise NotConnected("Slack is not installed with a bot token for these channels.")
         latest: dict = dict(cursor.get("channels") or {})
@@ -145,13 +143,12 @@ class SlackSource(Source):
         backfill: dict = dict(cursor.get("backfill") or {})
         # Per channel, per thread: the newest reply read (threads are not in the history cursor).
         thread_marks: dict = dict(cursor.get("threads") or {})
-        workspace_urls: dict[int, str] = {}
+        workspace_urls: dict[int | None, str] = {}
         items: list[SourceItem] = []
         for channel in with_token:
-            installation = channel.installation
-            client = client_for(installation.bot_token)
-            if installation.pk not in workspace_urls:
-                workspace_urls[installation.pk] = client.auth_test().get("url", "")
+            client = client_for(channel.bot_token)
+            if channel.installation_id not in workspace_urls:
+                workspace_urls[channel.installation_id] = client.auth_test().get("url", "")
             oldest = latest.get(channel.channel_id, "0")
             pending = backfill.get(channel.channel_id) or {}
             upper = pending.get("latest")
@@ -185,7 +182,7 @@ class SlackSource(Source):
                         author_kind=_author_kind(authors, message),
                         author_name=f"Slack user {message.get('user') or message.get('username') or 'bot'}"[:255],
                         title=f"#{channel.name or channel.channel_id}",
-                        reference=permalink(workspace_urls[installation.pk], channel.channel_id, ts),
+                        reference=permalink(workspace_urls[channel.installation_id], channel.channel_id, ts),
                         occurred_at=datetime.fromtimestamp(float(ts), tz=UTC),
                         text=f"#{channel.name or channel.channel_id}: {text}",
                     ))
@@ -199,7 +196,7 @@ class SlackSource(Source):
                     threads.setdefault(thread_ts, after)
             for thread_ts, replies_after in threads.items():
                 replies = _thread_items(client, channel, thread_ts, replies_after, authors=authors,
-                                        workspace_url=workspace_urls[installation.pk])
+                                        workspace_url=workspace_urls[channel.installation_id])
                 items.extend(replies)
                 if replies:
                     replies_read[thread_ts] = max((r.external_id.rsplit(":", 1)[1] for r in replies), key=float)
@@ -226,5 +223,5 @@ class SlackSource(Source):
         return Fetched(items=items, cursor=cursor)
 
     def describe(self, filesystem) -> list[str]:
-        return [f"#{c.name or c.channel_id}" + ("" if c.installation and c.installation.bot_token else " (no bot token)")
+        return [f"#{c.name or c.channel_id}" + ("" if c.bot_token else " (no bot token)")
                 for c in self.channels(filesystem)]

@@ -13,7 +13,7 @@ from .config import (
 from .evals import eval_run_create, eval_run_execute, eval_run_start
 from .evidence import MissingEvidence, rollout_evidence
 from .guardrails import check_all as guardrails_check_all
-from .guardrails import rollout_check
+from .guardrails import register_guardrail_hook, rollout_check
 from .limits import provider_budget_clear, provider_budget_set, route_concurrency_set
 from .optimize import (
     optimization_recover,
@@ -38,5 +38,5 @@ __all__ = [
     "model_choice_set", "prompt_variant_create", "provider_budget_clear", "provider_budget_set", "provider_create", "provider_update", "register_metric", "rollout_check", "rollout_complete", "rollout_pause", "rollout_ramp",
     "rollout_resume", "rollout_roll_back", "rollout_stages_update", "rollout_start", "route_baseline_set", "route_concurrency_set",
     "target_create", "optimization_recover", "optimization_run_create", "optimization_run_execute",
-    "optimization_run_start", "register_optimizable",
+    "optimization_run_start", "register_optimizable", "register_guardrail_hook",
 ]

@@ -359,3 +359,13 @@ def eval_run_execute(*, run_id: int, progress: Callable[[EvalRun], None] | None 
         run.gate_failures = gate(run)
         EvalRun.objects.filter(pk=run.pk).update(gate_failures=run.gate_failures)
     return run
+
+
+BAR_WIDTH = 30
+
+
+def progress_bar(completed: int, total: int, passed: int) -> str:
+    """An eval run's progress as the commands print it (router's and the validator's)."""
+    filled = int(BAR_WIDTH * completed / total) if total else BAR_WIDTH
+    percent = int(100 * completed / total) if total else 100
+    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {completed}/{total} ({percent}%) passed {passed}"

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from agent import tools
-from hydration.models import GmailAccount
+from google_workspace.models import GmailAccount
 from tests.fakes.gmail_api import ACT, CALENDAR, EMAIL, READONLY, FakeGmail
 from tests.validator.helpers import task_with
 

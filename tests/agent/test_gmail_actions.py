@@ -9,7 +9,7 @@ import pytest
 from agent import services as agent_services
 from agent import tools
 from agent.models import OutboxEntry
-from hydration.models import GmailAccount
+from google_workspace.models import GmailAccount
 from tests.agent.google_helpers import connect, incoming, run
 from tests.fakes.gmail_api import EMAIL
 from tests.fakes.http import Reply

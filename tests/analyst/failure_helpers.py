@@ -4,14 +4,14 @@ written by hand): the Gmail parser fed a message whose headers are strings."""
 from __future__ import annotations
 
 from analyst.models import FailureGroup
-from hydration import gmail
+from google_workspace import messages as gmail
 from lindy import failures
 
 BAD_PAYLOAD = {"headers": ["From: jane@initech.test", "Subject: renewal"]}
 
 
 def raise_in_gmail_parser(*, user=None, team=None, task=None, log=None, message_extra: str = "") -> FailureGroup:
-    """One failure of hydration.gmail.headers_of, captured like a source's; its group."""
+    """One failure of google_workspace.messages.headers_of, captured like a source's; its group."""
     try:
         with failures.capturing("hydration_source", route="hydration.gmail", run="test run",
                                 task_id=getattr(task, "pk", None), log=log or [{"actor": "run", "text": "fetch"}],

@@ -34,9 +34,9 @@ def test_the_demo_failure_groups_come_from_malformed_gmail_payloads_and_the_demo
     demo.seed()  # raises DemoFailed if a step fails: the failing inputs are contained
     groups = FailureGroup.objects.annotate(users=Count("events__user", distinct=True)).order_by("-count")
     assert [(g.culprit, g.count, g.users) for g in groups] == [
-        ("hydration.gmail.headers_of", 3, 2), ("hydration.gmail.walk", 1, 1)]
+        ("google_workspace.messages.headers_of", 3, 2), ("google_workspace.messages.walk", 1, 1)]
     assert all(g.triage.get("provider") == "offline" and g.triage.get("suspected_cause") for g in groups)
     events = FailureEvent.objects.all()
-    assert all(e.frames and any(f["product"] and f["file"] == "hydration/gmail.py" for f in e.frames) for e in events)
+    assert all(e.frames and any(f["product"] and f["file"] == "google_workspace/messages.py" for f in e.frames) for e in events)
     demo.seed()  # idempotent
     assert FailureEvent.objects.count() == 4

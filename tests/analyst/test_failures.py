@@ -9,8 +9,10 @@ from django.test import override_settings
 
 from analyst.failures import triage
 from analyst.models import FailureEvent, FailureGroup
+from google_workspace.models import GmailAccount
 from hydration import services as hydration_services
-from hydration.models import GmailAccount, Run
+from hydration.models import Run
+from hydration.services import runs as hydration_runs
 from lindy import failures
 from tests.analyst.failure_helpers import raise_in_gmail_parser
 from tests.conftest import client_for
@@ -48,7 +50,7 @@ def test_a_source_raising_in_three_runs_for_two_users_is_one_group_with_its_log_
 
     group = FailureGroup.objects.get()
     assert (group.count, group.kind, group.exc_type, group.status) == (3, "hydration_source", "AttributeError", "new")
-    assert group.culprit == "hydration.gmail.headers_of"
+    assert group.culprit == "google_workspace.messages.headers_of"
     events = FailureEvent.objects.filter(group=group)
     assert events.values("user").distinct().count() == 2 and set(events.values_list("team", flat=True)) == {cast.team.pk}
     assert {e.run for e in events} == {f"hydration run {run.pk}" for run in runs}
@@ -60,7 +62,7 @@ def test_a_source_raising_in_three_runs_for_two_users_is_one_group_with_its_log_
     assert '<span data-count>3</span>' in html and '<span data-users>2</span>' in html
     # The log (from the run) beside the code (the running file's lines around the frame).
     assert 'data-source="log"' in html and f"hydration run {runs[-1].pk}" in html and "fetch from cursor" in html
-    assert 'data-source="code"' in html and "hydration/gmail.py" in html
+    assert 'data-source="code"' in html and "google_workspace/messages.py" in html
     assert "data-raising-line" in html and "h.get(&quot;name&quot;, &quot;&quot;).lower()" in html
     assert "def headers_of(payload: dict)" in html  # a line around it
     assert "jane@initech.test" not in html and "Jane wants a renewal" not in html
@@ -102,7 +104,7 @@ def test_resolved_then_seen_in_a_new_version_regresses_and_alerts_once(cast, set
 
 
 def test_the_fingerprint_ignores_line_numbers_and_literals_but_not_the_function():
-    frame = failures.Frame(module="hydration.gmail", function="headers_of", file="hydration/gmail.py", lineno=10,
+    frame = failures.Frame(module="google_workspace.messages", function="headers_of", file="google_workspace/messages.py", lineno=10,
                            line='x = h.get("name", 1)', product=True)
     moved = failures.Frame(**{**frame.__dict__, "lineno": 99, "line": "x  =  h.get('other', 2)"})
     other = failures.Frame(**{**frame.__dict__, "function": "body_text"})
@@ -114,7 +116,7 @@ def test_the_fingerprint_ignores_line_numbers_and_literals_but_not_the_function(
 def test_the_triage_reads_the_log_and_the_code_and_the_page_says_where_each_part_came_from(cast):
     group = raise_in_gmail_parser(user=cast.member, team=cast.team)
     result = triage.group_triage(group=group)
-    assert result["provider"] == "offline" and "hydration/gmail.py" in result["suspected_cause"]
+    assert result["provider"] == "offline" and "google_workspace/messages.py" in result["suspected_cause"]
     assert "`.get`" in result["smallest_change"] or ".get" in result["smallest_change"]
     html = client_for(cast.superuser).get(f"/analyst/failures/{group.pk}/").content.decode()
     assert 'data-source="log"' in html and 'data-source="code"' in html and 'data-source="model"' in html
@@ -129,11 +131,11 @@ def test_copy_as_issue_and_file_issue_once_per_group_through_the_github_api(cast
     triage.group_triage(group=group)
     staff = client_for(cast.superuser)
     markdown = staff.get(f"/analyst/failures/{group.pk}/issue.md").content.decode()
-    assert markdown.startswith("# AttributeError in hydration.gmail.headers_of")
+    assert markdown.startswith("# AttributeError in google_workspace.messages.headers_of")
     for heading in ("## What users saw", "## Steps to reproduce (from the log)", "## Frames", "## Suspected cause",
                     "## A test to write first"):
         assert heading in markdown
-    assert "1. run hydration run 7: started (Run now)" in markdown and "hydration/gmail.py" in markdown
+    assert "1. run hydration run 7: started (Run now)" in markdown and "google_workspace/messages.py" in markdown
 
     with FakeGitHub() as github, override_settings(**github.settings()):
         for _ in range(3):
@@ -141,7 +143,7 @@ def test_copy_as_issue_and_file_issue_once_per_group_through_the_github_api(cast
             assert response.status_code == 302
         assert len(github.issues) == 1
         body = github.issues[0]["body"]
-        assert "hydration/gmail.py" in body and "headers_of" in body and "return {h.get(" in body
+        assert "google_workspace/messages.py" in body and "headers_of" in body and "return {h.get(" in body
         assert "Steps to reproduce" in body and "hydration run 7: started (Run now)" in body
         assert github.requests[0].headers["authorization"] == "Bearer " + github.settings()["ANALYST_GITHUB_TOKEN"]
         group.refresh_from_db()
@@ -178,7 +180,7 @@ def test_roles_see_what_they_may(cast):
     assert client_for(cast.support).get(page).status_code == 403
     # The team's admin: the group, its code, but not the log of a task they may not open.
     html = client_for(cast.admin).get(page).content.decode()
-    assert "data-log-hidden" in html and "Reconcile the Initech" not in html and "hydration/gmail.py" in html
+    assert "data-log-hidden" in html and "Reconcile the Initech" not in html and "google_workspace/messages.py" in html
     assert private.title not in html and "data-private-task" in html
     # Another team's admin: absent.
     assert client_for(cast.other_admin).get(page).status_code == 404
@@ -245,7 +247,7 @@ def test_an_exception_is_recorded_once_however_many_capture_points_it_passes(cas
     with pytest.raises(AttributeError):
         with failures.capturing("celery_task"):
             with failures.capturing("hydration_source", route="hydration.gmail"):
-                from hydration import gmail
+                from google_workspace import messages as gmail
                 gmail.headers_of({"headers": ["x"]})
     assert list(FailureEvent.objects.values_list("kind", flat=True)) == ["hydration_source"]
 
@@ -288,7 +290,7 @@ def test_a_hydration_run_that_fails_is_captured_with_its_steps(cast, monkeypatch
         progress.stage("Fetching slack")
         raise RuntimeError("the pipeline broke")
 
-    monkeypatch.setattr(hydration_services, "_pipeline", broken)
+    monkeypatch.setattr(hydration_runs, "_pipeline", broken)
     run = hydration_services.run_now_sync(filesystem=user_fs(cast.member), trigger=Run.Trigger.MANUAL)
     assert run.status == Run.Status.FAILED
     event = FailureEvent.objects.get()

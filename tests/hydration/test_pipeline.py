@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from hydration import services, summarizer
 from hydration.models import Fact, FileSource, Item, Run, SourceState
+from hydration.services import pipeline
 from lindy import services as core
 from lindy.models import AgentTask
 from memory.models import MemoryFile, Revision
@@ -183,12 +184,12 @@ class Killed(BaseException):
 def test_a_crash_leaves_no_partial_revision_and_the_rerun_has_no_duplicates(cast, monkeypatch):
     _seed_team_sources(cast)
     fs = team_fs(cast.team)
-    real = services._mark_processed
+    real = pipeline._mark_processed
 
     def crash(run, ids):
         raise Killed()
 
-    monkeypatch.setattr(services, "_mark_processed", crash)
+    monkeypatch.setattr(pipeline, "_mark_processed", crash)
     first, _ = services.run_trigger(filesystem=fs, trigger="schedule", enqueue=False)
     with pytest.raises(Killed):
         services.run_execute(run_id=first.pk)
@@ -203,7 +204,7 @@ def test_a_crash_leaves_no_partial_revision_and_the_rerun_has_no_duplicates(cast
     blocked, created = services.run_trigger(filesystem=fs, trigger="manual", enqueue=False)
     assert not created and blocked.pk == first.pk
 
-    monkeypatch.setattr(services, "_mark_processed", real)
+    monkeypatch.setattr(pipeline, "_mark_processed", real)
     Run.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timezone.timedelta(seconds=1))
     # The sources answer the same items again: they are not stored twice.
     SourceState.objects.filter(filesystem=fs).update(cursor={})
@@ -315,7 +316,7 @@ def test_both_ways_of_storing_facts_store_the_same_rows(cast, path):
              {"kind": "episodic", "text": "Shipped.", "item_ids": [items[2].pk]}]
     cited_at = [0, 0, 2]
     cited_item = [items[0].pk, items[1].pk, items[2].pk]
-    store = services._store_facts_portable if path == "portable" else services._store_facts_postgresql
+    store = pipeline._store_facts_portable if path == "portable" else pipeline._store_facts_postgresql
     store(run, facts, cited_at, cited_item)
     stored = list(Fact.objects.filter(run=run).order_by("position"))
     assert [(f.position, f.kind, f.text) for f in stored] == [

@@ -10,8 +10,9 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from google_workspace.models import GmailAccount
 from hydration import provenance, services
-from hydration.models import GmailAccount, Item, Run
+from hydration.models import Item, Run
 from hydration.sources.slack import SlackSource
 from lindy import services as core
 from memory import blame

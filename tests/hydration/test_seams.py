@@ -1,5 +1,5 @@
 """Hydration sits beside channels_app and never imports it: the Slack channels switched on for a
-memory come through callables named in settings."""
+memory come through the provider channels_app registers in lindy.seams, as plain values."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 import hydration
 from hydration.sources.slack import SlackSource
+from lindy import seams
 from tests.imports import offending_imports
 
 from .helpers import channel, installation, share, team_fs, user_fs
@@ -19,17 +20,14 @@ CALLS = []
 
 
 def only_general(team):
-    from channels_app.models import SlackChannel
-
     CALLS.append(("team", team))
-    return SlackChannel.objects.filter(channel_id="C0GENERAL")
+    return [seams.SlackMemoryChannel(channel_id="C0GENERAL", name="general", slack_team_id="T1",
+                                     installation_id=None, bot_token="")]
 
 
 def nothing_for(user):
-    from channels_app.models import SlackChannel
-
     CALLS.append(("user", user))
-    return SlackChannel.objects.none()
+    return []
 
 
 def test_hydration_imports_nothing_from_channels_app():
@@ -48,11 +46,9 @@ def test_the_default_seams_are_the_channels_selectors(cast):
     assert [c.channel_id for c in source.channels(user_fs(cast.member))] == ["C0SECRET"]
 
 
-def test_the_seams_named_in_settings_are_the_ones_called(cast, settings):
-    inst = installation(cast.team)
-    channel(cast.team, inst, "C0GENERAL", "general")  # not switched on: the stand-in returns it anyway
-    settings.HYDRATION_SLACK_CHANNELS_FOR_TEAM = f"{__name__}.only_general"
-    settings.HYDRATION_SLACK_CHANNELS_FOR_USER = f"{__name__}.nothing_for"
+def test_the_registered_provider_is_the_one_called(cast, monkeypatch):
+    monkeypatch.setattr(seams, "_slack_channels", {})
+    seams.register_slack_channels(for_team=only_general, for_user=nothing_for)
     CALLS.clear()
     source = SlackSource()
     assert [c.channel_id for c in source.channels(team_fs(cast.team))] == ["C0GENERAL"]

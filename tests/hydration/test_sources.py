@@ -8,10 +8,11 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from hydration import gmail as gmail_service
+from google_workspace import services as google_services
+from google_workspace.errors import GoogleError, NotConnected
+from google_workspace.models import GmailAccount
 from hydration import selectors, services
-from hydration.models import GmailAccount, Item, SourceState
-from hydration.sources import NotConnected
+from hydration.models import Item, SourceState
 from hydration.sources.gmail import GmailSource
 from hydration.sources.meetings import MeetingsSource
 from hydration.sources.slack import SlackSource
@@ -246,10 +247,10 @@ def test_gmail_oauth_connect_stores_tokens_server_side(cast, gmail):
 
 
 def test_gmail_service_rejects_a_bad_code(cast, gmail):
-    url = services.gmail_connect_start(user=cast.member, redirect_uri="http://testserver/cb")
+    url = google_services.gmail_connect_start(user=cast.member, redirect_uri="http://testserver/cb")
     state = url.split("state=")[1]
-    with pytest.raises(gmail_service.GmailError):
-        services.gmail_account_connect(user=cast.member, state=state, code="bad", redirect_uri="http://testserver/cb")
+    with pytest.raises(GoogleError):
+        google_services.gmail_account_connect(user=cast.member, state=state, code="bad", redirect_uri="http://testserver/cb")
     assert not GmailAccount.objects.filter(user=cast.member).exists()
 
 

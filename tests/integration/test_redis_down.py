@@ -19,6 +19,7 @@ from hydration import services as hydration_services
 from hydration import tasks as hydration_tasks
 from hydration.models import Run
 from lindy.celery import app as celery_app
+from memory import services as memory_services
 from router import routing
 from tests.channels_app.factories import SendingNumberFactory, SlackInstallationFactory, TextingProfileFactory
 from tests.conftest import client_for
@@ -130,7 +131,7 @@ def test_validator_check_works_with_redis_down(cast, redis_down, api_for):
 
 @pytest.mark.django_db(transaction=True)  # as in production: the enqueue runs when the trigger commits
 def test_run_now_with_the_broker_down_is_marked_and_the_next_click_retries(cast, redis_down):
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     client = client_for(cast.member)
     response = client.post(f"/hydration/{fs.pk}/run", follow=True)
     assert response.status_code == 200
@@ -148,7 +149,7 @@ def test_run_now_with_the_broker_down_is_marked_and_the_next_click_retries(cast,
 
 def test_api_run_start_with_the_broker_down_answers_without_a_500(cast, redis_down, api_for,
                                                                   django_capture_on_commit_callbacks):
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     with django_capture_on_commit_callbacks(execute=True):
         response = api_for(cast.member).post(f"/api/hydration/filesystems/{fs.pk}/runs")
     assert response.status_code == 201, response.content[:300]  # the run is stored; its enqueue failed after
@@ -156,7 +157,7 @@ def test_api_run_start_with_the_broker_down_answers_without_a_500(cast, redis_do
 
 
 def test_the_dispatch_sweep_queues_a_run_that_could_not_be_queued(cast, broker_sent, django_capture_on_commit_callbacks):
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.ENQUEUE_FAILED)
     with django_capture_on_commit_callbacks(execute=True):
@@ -233,7 +234,7 @@ def test_a_scheduled_run_the_broker_never_got_is_marked_and_the_sweep_queues_it(
 
     from hydration.models import Schedule
 
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     hydration_services.schedule_ensure(filesystem_id=fs.pk)
     Schedule.objects.filter(filesystem=fs).update(next_run_at=timezone.now() - timedelta(minutes=1))
     with django_capture_on_commit_callbacks(execute=True):
@@ -256,7 +257,7 @@ def test_a_scheduled_run_the_broker_never_got_is_marked_and_the_sweep_queues_it(
 def test_a_run_waiting_for_budget_that_cannot_be_queued_again_is_marked(cast, redis_down):
     from router.budgets import BudgetExhausted
 
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
     Run.objects.filter(pk=run.pk).update(attempts=1, stage="Waiting for the model provider's budget")
 
@@ -282,7 +283,7 @@ def test_recover_with_the_broker_down_leaves_the_run_for_the_next_sweep(cast, re
     from django.conf import settings
     from django.utils import timezone
 
-    fs = hydration_services.memory_services.filesystem_for_user(cast.member)
+    fs = memory_services.filesystem_for_user(cast.member)
     run, _ = hydration_services.run_trigger(filesystem=fs, trigger=Run.Trigger.MANUAL, enqueue=False)
     quiet = timezone.now() - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS + 5)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, attempts=1, started_at=quiet, heartbeat_at=quiet)

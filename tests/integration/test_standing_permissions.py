@@ -9,8 +9,9 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from google_workspace.models import GmailAccount
 from hydration import services as hydration
-from hydration.models import GmailAccount, Run
+from hydration.models import Run
 from memory import services as memory
 from tests.fakes.gmail_api import FakeGmail
 from validator import services as validator

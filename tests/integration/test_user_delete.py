@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from channels_app.models import Conversation, InboundAttachment, InboundMessage, OutboundMessage
 from channels_app.services import inbound_store
-from hydration.models import GmailAccount, Item
+from google_workspace.models import GmailAccount
+from hydration.models import Item
 from lindy import services
 from lindy.models import AgentTask, ApiToken, User
 from memory import services as memory_services
@@ -54,7 +55,7 @@ def test_user_delete_removes_their_data_and_counts_it(cast):
     assert counts["hydration.Item"] == 1
     assert counts["channels_app.InboundMessage"] == 1 and counts["channels_app.InboundAttachment"] == 1
     assert counts["channels_app.Conversation"] == 1 and counts["channels_app.TextingProfile"] == 1
-    assert counts["lindy.ApiToken"] == 1 and counts["hydration.GmailAccount"] == 1
+    assert counts["lindy.ApiToken"] == 1 and counts["google_workspace.GmailAccount"] == 1
     assert counts["lindy.AgentTask"] == 1
     assert "memory files" in dict(removed.lines())
     assert removed.summary().startswith(f"Deleted member@acme.example and {removed.total} rows")

@@ -8,8 +8,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from hydration import services as hydration_services
 from hydration.models import Run
+from hydration.services import runs as hydration_runs
 from lindy.models import User
 
 
@@ -18,7 +18,7 @@ def test_a_failed_hydration_run_fails_the_demo_naming_the_step(monkeypatch):
     def broken(run, progress):
         raise RuntimeError("near \"INSERT\": syntax error")
 
-    monkeypatch.setattr(hydration_services, "_pipeline", broken)
+    monkeypatch.setattr(hydration_runs, "_pipeline", broken)
     out = io.StringIO()
     with pytest.raises(CommandError) as failure:
         call_command("seed_demo", stdout=out)

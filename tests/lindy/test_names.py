@@ -16,8 +16,6 @@ from ninja import Schema
 from lindy.api_root import api
 
 PRODUCT_APPS = ("lindy", "router", "memory", "hydration", "validator", "channels_app", "analyst", "agent", "drafting")
-# Issue 27 part 3 gives google_workspace the one NotConnected; until it lands two modules define one.
-PENDING = {"NotConnected"}
 
 
 def _product_classes() -> list[type]:
@@ -48,7 +46,7 @@ def collisions(classes: list[type]) -> dict[str, list[str]]:
 
 def test_no_two_models_schemas_exceptions_or_data_classes_share_a_name():
     found = collisions([cls for cls in _product_classes() if _is_domain_type(cls)])
-    assert {k: v for k, v in found.items() if k not in PENDING} == {}
+    assert found == {}
 
 
 def test_every_openapi_component_is_one_schema_class():

@@ -5,14 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from router import services
 from router.models import Route, Target
-
-BAR_WIDTH = 30
-
-
-def progress_bar(completed: int, total: int, passed: int) -> str:
-    filled = int(BAR_WIDTH * completed / total) if total else BAR_WIDTH
-    percent = int(100 * completed / total) if total else 100
-    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {completed}/{total} ({percent}%) passed {passed}"
+from router.services.evals import progress_bar
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ assessment off and on, and the gate fails where turning it on lowers safety accu
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from router.management.commands.run_offline_eval import progress_bar
+from router.services.evals import progress_bar
 from validator import eval_matrix, eval_suite, prompts
 from validator.models import EvalCell
 

@@ -7,8 +7,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import override_settings
 
-from hydration import gmail
-from hydration.models import GmailAccount, GmailOAuthState
+from google_workspace import oauth as gmail
+from google_workspace.models import GmailAccount, GmailOAuthState
 from tests.conftest import client_for
 from tests.fakes.gmail_api import ACT, CALENDAR, READONLY, FakeGmail
 

@@ -1,25 +1,18 @@
-"""The user's one Google connection: OAuth 2.0 against Google (authorize URL with incremental
-scopes, code exchange, refresh through Google's own `google-auth`), with tokens kept on the
-server only, and the Gmail API reached over plain HTTP (httpx) for hydration's reads.
+"""OAuth 2.0 against Google: the consent URL with incremental scopes, the code exchange, and a
+valid access token for an account, refreshed through Google's own `google-auth`. Tokens stay on
+the server only.
 
 Scopes are incremental (`include_granted_scopes=true`): reading mail for memory is asked for
 first; sending, drafting and modifying mail only when the user turns on "let the assistant act
 in Gmail"; calendar events only when they turn on calendar actions.
 
-Connecting and disconnecting (the OAuth state rows, storing the tokens a code was exchanged
-for) are writes of hydration.services (gmail_connect_start, gmail_account_connect,
-gmail_account_disconnect); this module speaks the protocol. A refreshed access token is
-saved on the account by the client that refreshed it, during a run's fetch.
-
 A refresh that Google refuses (revoked access, `invalid_grant`) marks the account
-disconnected: a status the user fixes by connecting again, not an error retried forever.
+disconnected (NotConnected): a status the user fixes by connecting again, not an error retried
+forever.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import re
 import secrets
 from datetime import UTC, timedelta
 from urllib.parse import urlencode
@@ -32,6 +25,7 @@ from google.auth import exceptions as google_exceptions
 from google.auth.transport.requests import Request as GoogleRequest
 from google.oauth2.credentials import Credentials
 
+from .errors import GoogleError, NotConnected
 from .models import GmailAccount
 
 READ_SCOPES = ("https://www.googleapis.com/auth/gmail.readonly", "openid", "email")
@@ -45,22 +39,13 @@ CALENDAR_SCOPES = ("https://www.googleapis.com/auth/calendar.events",)
 PURPOSES = {"read": READ_SCOPES, "gmail_actions": GMAIL_ACT_SCOPES, "calendar_actions": CALENDAR_SCOPES}
 SCOPE = " ".join(READ_SCOPES)
 STATE_MAX_AGE = timedelta(minutes=15)
-_TAGS = re.compile(r"<[^>]+>")
-
-
-class GmailError(Exception):
-    pass
-
-
-class GmailDisconnected(GmailError):
-    """The account needs the user to connect again."""
 
 
 def configured() -> bool:
     return bool(settings.GMAIL_CLIENT_ID and settings.GMAIL_CLIENT_SECRET)
 
 
-def _http() -> httpx.Client:
+def new_http() -> httpx.Client:
     return httpx.Client(timeout=settings.HYDRATION_HTTP_TIMEOUT)
 
 
@@ -72,7 +57,7 @@ def scopes_for(purpose: str) -> tuple[str, ...]:
     """What to ask Google for: reading always, plus what this purpose adds. Google adds the
     scopes granted earlier (include_granted_scopes), so turning on calendar keeps Gmail's."""
     if purpose not in PURPOSES:
-        raise GmailError(f"Unknown Google permission {purpose!r}.")
+        raise GoogleError(f"Unknown Google permission {purpose!r}.")
     return tuple(dict.fromkeys(READ_SCOPES + PURPOSES[purpose]))
 
 
@@ -92,14 +77,14 @@ def authorize_url(*, state: str, redirect_uri: str, scopes: tuple[str, ...] = RE
 
 def _token_request(data: dict) -> dict:
     payload = {"client_id": settings.GMAIL_CLIENT_ID, "client_secret": settings.GMAIL_CLIENT_SECRET, **data}
-    with _http() as http:
+    with new_http() as http:
         response = http.post(settings.GOOGLE_OAUTH_TOKEN_URL, data=payload)
     body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
     if response.status_code >= 400:
         error = body.get("error", f"HTTP {response.status_code}")
         if error in ("invalid_grant", "unauthorized_client", "invalid_client"):
-            raise GmailDisconnected(f"Google refused the Gmail authorization ({error}).")
-        raise GmailError(f"Google's token endpoint answered {response.status_code}: {error}")
+            raise NotConnected(f"Google refused the Gmail authorization ({error}).")
+        raise GoogleError(f"Google's token endpoint answered {response.status_code}: {error}")
     return body
 
 
@@ -142,16 +127,16 @@ def access_token(account: GmailAccount, *, force_refresh: bool = False) -> str:
         return account.access_token
     if not account.refresh_token:
         mark_disconnected(account, "No refresh token: reconnect Gmail.")
-        raise GmailDisconnected(account.status_detail)
+        raise NotConnected(account.status_detail)
     try:
         creds.refresh(_Request())
     except google_exceptions.RefreshError as exc:
         if getattr(exc, "retryable", False):
-            raise GmailError(f"Google's token endpoint is unavailable: {exc}") from None
+            raise GoogleError(f"Google's token endpoint is unavailable: {exc}") from None
         mark_disconnected(account, f"Google refused the authorization ({exc}): reconnect Gmail.")
-        raise GmailDisconnected(account.status_detail) from None
+        raise NotConnected(account.status_detail) from None
     except (google_exceptions.TransportError, requests.RequestException) as exc:
-        raise GmailError(f"Google's token endpoint could not be reached: {exc}") from None
+        raise GoogleError(f"Google's token endpoint could not be reached: {exc}") from None
     account.access_token = creds.token or ""
     expiry = creds.expiry.replace(tzinfo=UTC) if creds.expiry else timezone.now() + timedelta(hours=1)
     account.token_expires_at = expiry
@@ -159,68 +144,3 @@ def access_token(account: GmailAccount, *, force_refresh: bool = False) -> str:
     return account.access_token
 
 
-def _api(path: str) -> str:
-    return f"{settings.GMAIL_API_BASE_URL.rstrip('/')}/gmail/v1/users/me/{path.lstrip('/')}"
-
-
-def profile_email(token: str) -> str:
-    with _http() as http:
-        response = http.get(_api("profile"), headers={"Authorization": f"Bearer {token}"})
-    if response.status_code != 200:
-        raise GmailError(f"Gmail profile lookup answered {response.status_code}.")
-    return response.json().get("emailAddress", "")
-
-
-class GmailClient:
-    """Authenticated GETs to the Gmail API; refreshes once on a 401."""
-
-    def __init__(self, account: GmailAccount):
-        self.account = account
-        self.http = _http()
-
-    def close(self):
-        self.http.close()
-
-    def get(self, path: str, params: dict | None = None) -> dict:
-        for attempt in (0, 1):
-            token = access_token(self.account, force_refresh=attempt == 1)
-            response = self.http.get(_api(path), params=params, headers={"Authorization": f"Bearer {token}"})
-            if response.status_code == 401 and attempt == 0:
-                continue
-            if response.status_code == 401:
-                mark_disconnected(self.account, "Gmail refused the refreshed token: reconnect Gmail.")
-                raise GmailDisconnected(self.account.status_detail)
-            if response.status_code != 200:
-                raise GmailError(f"Gmail {path.split('?')[0]} answered {response.status_code}: {response.text[:200]}")
-            return response.json()
-        raise GmailError("unreachable")
-
-
-# --- Message payloads (messages.get format=full|metadata) -----------------------------------
-
-def _decode(data: str) -> str:
-    padded = data + "=" * (-len(data) % 4)
-    return base64.urlsafe_b64decode(padded.encode()).decode("utf-8", errors="replace")
-
-
-def body_text(payload: dict) -> str:
-    """The text/plain part, else text/html stripped of tags."""
-    plain, rich = [], []
-
-    def walk(part: dict) -> None:
-        mime = part.get("mimeType", "")
-        data = (part.get("body") or {}).get("data")
-        if data and mime == "text/plain":
-            plain.append(_decode(data))
-        elif data and mime == "text/html":
-            rich.append(html.unescape(_TAGS.sub(" ", _decode(data))))
-        for child in part.get("parts") or []:
-            walk(child)
-
-    walk(payload)
-    text = "\n".join(plain) if plain else "\n".join(rich)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
-def headers_of(payload: dict) -> dict[str, str]:
-    return {h.get("name", "").lower(): h.get("value", "") for h in payload.get("headers") or []}

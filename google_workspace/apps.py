@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GoogleWorkspaceConfig(AppConfig):
+    name = "google_workspace"
+    verbose_name = "Google connection"
