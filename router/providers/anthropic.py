@@ -26,7 +26,11 @@ def _client(api_key: str, base_url: str | None, max_retries: int, timeout: float
     # worker, each management command) would pay that at start, offline or not.
     import anthropic
 
-    return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+    # The SDK follows redirects, and httpx drops only `Authorization` on a cross-origin hop: the
+    # `x-api-key` header would go to wherever the host redirects. A key goes to its own host only.
+    http_client = anthropic.DefaultHttpxClient(follow_redirects=False)
+    return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout,
+                               http_client=http_client)
 
 
 def client() -> anthropic.Anthropic:

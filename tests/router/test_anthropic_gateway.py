@@ -10,6 +10,8 @@ from router.models import ModelCall
 from router.types import ModelError
 from tests.fakes.anthropic_api import FakeAnthropic
 
+from .helpers import route
+
 TOOLS = [{
     "name": "send_email",
     "description": "Send an email.",
@@ -93,6 +95,7 @@ def test_offline_provider_needs_no_network(settings):
     def echo(request):
         return OfflineReply(text=f"echo: {request.last_user_text()}")
 
+    route("test.echo")
     settings.MODEL_OFFLINE = True
     settings.ANTHROPIC_BASE_URL = "http://127.0.0.1:9"  # nothing listens: any network use would fail
     completion = gateway.complete(route="test.echo", messages=[{"role": "user", "content": "ping"}])
@@ -104,7 +107,23 @@ def test_offline_provider_needs_no_network(settings):
 
 @pytest.mark.django_db
 def test_offline_route_without_rules_is_a_recorded_error(settings):
+    route("nobody.wrote.rules.for.this")
     settings.MODEL_OFFLINE = True
     with pytest.raises(ModelError, match="no rules"):
-        gateway.complete(route="nobody.registered.this", messages=[{"role": "user", "content": "x"}])
+        gateway.complete(route="nobody.wrote.rules.for.this", messages=[{"role": "user", "content": "x"}])
     assert ModelCall.objects.get().error
+
+
+@pytest.mark.django_db
+def test_a_redirect_from_the_host_never_carries_the_key_elsewhere():
+    """httpx strips only `Authorization` on a cross-origin redirect; the Anthropic key travels as
+    `x-api-key`, so following a redirect would hand it to the other host (issue 29, keys to their host)."""
+    from tests.fakes.http import Reply
+
+    with FakeAnthropic() as host, FakeAnthropic() as elsewhere, override_settings(**host.settings()):
+        elsewhere.reply_text("the other host answered")
+        host.script("POST", "/v1/messages", [Reply(307, {"moved": True}, {"location": f"{elsewhere.url}/v1/messages"})])
+        with pytest.raises(ModelError):
+            gateway.complete(route="agent", messages=[{"role": "user", "content": "Hello."}])
+        assert len(host.message_requests) == 1
+        assert elsewhere.requests == []
