@@ -11,6 +11,8 @@ from router.offline import OfflineReply, tool_call
 from router.providers import offline as offline_provider
 from router.types import CompletionRequest, ModelError
 
+from .helpers import route
+
 
 @pytest.fixture
 def echo_rule(offline_rule):
@@ -19,6 +21,7 @@ def echo_rule(offline_rule):
                             tool_calls=[tool_call("note", {"seen": request.last_user_text()})])
 
     offline_rule("test.echo", echo)
+    route("test.echo")  # an unknown route is an error, not a new row (issue 27 part 5)
 
 
 @pytest.fixture
@@ -74,6 +77,7 @@ def test_429_and_529_are_retried_by_the_sdk_after_retry_after(echo_rule, served,
 
 @pytest.mark.django_db
 def test_a_route_without_rules_is_the_models_400(served):
+    route("nobody.registered.this")
     served(latency_ms=0)
     with pytest.raises(ModelError, match="no rules"):
         gateway.complete(route="nobody.registered.this", messages=[{"role": "user", "content": "x"}])
