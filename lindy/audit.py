@@ -6,29 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.forms.models import model_to_dict
 
+from .audit_reading import MISSING, FieldChange, changes, label_of, labels_register  # noqa: F401  (the audit API)
 from .models import AuditEntry, Team
-
-# What each action is called on the audit page, filled by each app's AppConfig.ready.
-_LABELS: dict[str, str] = {}
-
-
-def labels_register(labels: dict[str, str]) -> None:
-    _LABELS.update(labels)
-
-
-def label_of(action: str) -> str:
-    """The registered label, else the action itself made readable ("opt_out.changed" -> "Opt out changed")."""
-    if action in _LABELS:
-        return _LABELS[action]
-    return action.replace(".", " ").replace("_", " ").capitalize()
-
 
 # Values longer than this are cut in the log: it records what changed, never a body.
 MAX_VALUE_CHARS = 500
@@ -75,27 +60,3 @@ def record(
         object_repr=(label or (str(obj) if obj is not None else ""))[:200],
         before=_bounded(before), after=_bounded(after),
     )
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    field: str
-    before: Any
-    after: Any
-
-
-MISSING = "—"
-
-
-def changes(entry: AuditEntry) -> list[FieldChange]:
-    """The entry's fields that differ, before → after, in the order they were recorded. A creation
-    shows every field after; a removal every field before."""
-    before, after = entry.before or {}, entry.after or {}
-    keys = list(dict.fromkeys([*before, *after]))
-    rows = []
-    for key in keys:
-        old, new = before.get(key, MISSING), after.get(key, MISSING)
-        if entry.before is not None and entry.after is not None and old == new:
-            continue
-        rows.append(FieldChange(key, MISSING if entry.before is None else old, MISSING if entry.after is None else new))
-    return rows

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from . import tool_registry
+from .audit_reading import changes, label_of
 
 
 class UserManager(BaseUserManager):
@@ -237,12 +238,8 @@ class AuditEntry(models.Model):
 
     @property
     def changes(self):
-        """Each field that changed, before and after (lindy.audit.changes)."""
-        from .audit import changes
-
+        """Each field that changed, before and after."""
         return changes(self)
 
     def get_action_display(self) -> str:
-        from .audit import label_of
-
         return label_of(self.action)

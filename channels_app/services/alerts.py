@@ -19,7 +19,7 @@ from lindy.models import User
 from lindy.slack_client import web_client
 
 from ..models import NumberDay, RatioAlert
-from . import pool, queue
+from . import queue
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def level_of(ratio: float) -> str | None:
 def ratio_alerts_check(*, day: date | None = None) -> list[RatioAlert]:
     """The beat job: raise or escalate each line's alert for the day. Running it again raises
     nothing new. Returns the alerts raised or escalated."""
-    day = day or pool.today()
+    day = day or timezone.localdate()  # the pool's day (pool.today)
     raised = []
     for row in NumberDay.objects.filter(day=day, number__active=True).select_related("number"):
         level = level_of(row.ratio)

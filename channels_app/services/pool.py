@@ -10,6 +10,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from ..models import Channel, NumberDay, SendingNumber, TextingProfile, ratio_of
+from . import alerts
 
 PHONE_RE = re.compile(r"^\+[1-9]\d{6,14}$")
 
@@ -57,8 +58,6 @@ def _alert_on_write(row_id: int) -> None:
     not 15 minutes later at the beat job's next check (which stays, for days it missed).
     ratio_alert_raise keeps one alert per line and day, so a line that stays over its threshold
     is alerted once per episode."""
-    from . import alerts  # alerts reads the pool's day (pool.today): imported late to break the cycle
-
     alerts.ratio_alert_on_write(row_id=row_id)
 
 

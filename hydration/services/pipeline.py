@@ -7,7 +7,7 @@ attempt's, so a worker whose run was taken over writes nothing.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,8 +23,13 @@ from ..models import Fact, FileSource, Item, Run, SourceState
 from ..sources import SOURCES, NotConnected
 from .sources import _STATE_FIELDS, ITEM_BATCH, items_store, source_states_ensure
 
-if TYPE_CHECKING:
-    from .runs import _Progress
+
+class Progress(Protocol):
+    """What the pipeline reports as it goes (runs._Progress keeps the run's row up to date)."""
+
+    def stage(self, text: str) -> None: ...
+
+    def call(self, completion) -> None: ...
 
 logger = logging.getLogger(__name__)
 Status = Run.Status
@@ -249,7 +254,7 @@ def _advice(fs: FileSystem, violations: list[dict], kept: int) -> str:
     return "\n".join(lines[:21])
 
 
-def _pipeline(run: Run, progress: _Progress) -> Run:
+def _pipeline(run: Run, progress: Progress) -> Run:
     fs = run.filesystem
     user, team = _actors(fs)
     run.sources = {}

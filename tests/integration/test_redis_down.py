@@ -95,8 +95,8 @@ def test_readyz_is_503_json_naming_cache_and_broker_when_redis_is_down(redis_dow
 def test_routing_falls_back_to_the_database_and_logs_once(cast, redis_down, caplog):
     routing.forget_local()  # no table kept in this process from before the outage
     with caplog.at_level("WARNING"):
-        first = routing.assign("agent.step", cast.member)
-        second = routing.assign("agent.step", cast.member)
+        first = routing.assign("agent", cast.member)
+        second = routing.assign("agent", cast.member)
     assert first.target.name == second.target.name == routing.DEFAULT_TARGET
     assert sum("cache" in r.getMessage() and "once" in r.getMessage() for r in caplog.records) == 1
 
@@ -105,10 +105,10 @@ def test_a_routing_change_during_the_outage_is_seen_at_once(cast, redis_down):
     from router.models import ModelChoice, Target
 
     routing.forget_local()
-    assert routing.assign("agent.step", cast.member).reason != "explicit_choice"
+    assert routing.assign("agent", cast.member).reason != "explicit_choice"
     haiku = Target.objects.get(name="claude-haiku-4-5-anthropic")
     ModelChoice.objects.create(user=cast.member, route="", target=haiku)  # the signal bumps the version
-    chosen = routing.assign("agent.step", cast.member)
+    chosen = routing.assign("agent", cast.member)
     assert chosen.reason == "explicit_choice" and chosen.target.name == haiku.name
 
 

@@ -172,7 +172,7 @@ def test_routing_pages_are_for_superusers_and_admins_see_their_team_use(cast):
     costs = admin.get("/router/costs/").content.decode()
     assert "your team&#x27;s usage" in costs or "your team's usage" in costs
     assert 'href="/router/"' not in costs.split('class="subnav"')[1].split("</nav>")[0]
-    for url in ["/router/targets/", "/router/budgets/", "/router/routes/agent.turn/"]:
+    for url in ["/router/targets/", "/router/budgets/", "/router/routes/agent/"]:
         assert admin.get(url).status_code == 404, url
     assert client_for(cast.superuser).get("/router/").status_code == 200
     assert client_for(cast.member).get("/router/").status_code == 404

@@ -27,6 +27,7 @@ CASES = [
     # team's admin) and members get 404.
     Case("audit/", "GET", "/audit/", TEAM_ADMIN_PAGE),
     Case("healthz", "GET", "/healthz", everyone(200)),
+    Case("favicon.ico", "GET", "/favicon.ico", everyone(301)),  # to the static icon, for everyone
     Case("readyz", "GET", "/readyz", everyone(200)),
     Case("metrics", "GET", "/metrics", everyone(401)),  # a bearer token or an internal address, not a login
     Case("admin/", "GET", "/admin/", everyone(302, superuser=200)),

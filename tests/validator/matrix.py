@@ -35,7 +35,8 @@ CASES = [
     Case("validator/", "GET", "/validator/", page(200, support=404, superuser=404)),
     Case("validator/decisions/<int:decision_id>/", "GET", lambda c: f"/validator/decisions/{decision(c)}/", page(404, member=200)),
     Case("validator/decisions/<int:decision_id>/authorize/", "POST",
-         lambda c: f"/validator/decisions/{decision(c)}/authorize/", page(404, member=302), json=False),
+         lambda c: f"/validator/decisions/{decision(c)}/authorize/", page(404, member=302),
+         body={"confirm": "yes"}, json=False),  # money moves: authorizing it is confirmed
     Case("validator/decisions/<int:decision_id>/dismiss/", "POST",
          lambda c: f"/validator/decisions/{decision(c)}/dismiss/", page(404, member=302), json=False),
     Case("validator/decisions/<int:decision_id>/follow/", "POST",
