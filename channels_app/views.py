@@ -231,13 +231,16 @@ def team_memory_toggle(request, channel_id: int):
     try:
         services.slack_team_memory_set(channel=channel, enabled=_enabled(request), actor=request.user)
     except ValueError as exc:
-        if request.htmx:
-            return HttpResponse(str(exc), status=400)
+        # Said where the person acted: with htmx the row stays as it was and the message comes
+        # with the response (lindy.middleware.htmx_messages); a 4xx would swap nothing and say nothing.
         messages.error(request, str(exc))
+        channel.refresh_from_db()
+        if request.htmx:
+            return render(request, "channels_app/channels.html#team-channel-row", {"channel": channel})
         return redirect("channels")
+    messages.success(request, f"#{channel.name}: team memory {'on' if channel.use_for_team_memory else 'off'}.")
     if request.htmx:
         return render(request, "channels_app/channels.html#team-channel-row", {"channel": channel})
-    messages.success(request, f"#{channel.name}: team memory {'on' if channel.use_for_team_memory else 'off'}.")
     return redirect("channels")
 
 
@@ -248,9 +251,9 @@ def private_memory_toggle(request, share_id: int):
         SlackChannelShare.objects.filter(user=request.user).select_related("channel"), pk=share_id
     )
     services.slack_private_memory_set(share=share, enabled=_enabled(request), actor=request.user)
+    messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")
     if request.htmx:
         return render(request, "channels_app/channels.html#share-row", {"share": share})
-    messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")
     return redirect("channels")
 
 

@@ -174,3 +174,22 @@ def test_demo_seed_is_idempotent(db):
     over = [row["number"].phone for row in selectors.numbers_over_threshold()]
     assert over == ["+13125550105"]
     assert SlackChannel.objects.filter(team__name="Acme").count() == 3
+
+
+def test_an_htmx_memory_switch_says_what_it_did_with_its_response(cast):
+    """Issue 35 part 1: the row is swapped in place and the outcome comes with that response."""
+    import json
+
+    public = SlackChannelFactory(team=cast.team, name="general", use_for_team_memory=True)
+    private = SlackChannelFactory(team=cast.team, name="deals", is_private=True)
+    share = SlackChannelShare.objects.create(channel=private, user=cast.member)
+    hx = {"HTTP_HX_REQUEST": "true"}
+
+    team = client_for(cast.admin).post(f"/channels/slack/{public.pk}/team-memory/", {"enabled": "0"}, **hx)
+    assert team.status_code == 200 and "<html" not in team.content.decode()
+    assert json.loads(team["HX-Trigger"])["lindy:messages"]["messages"] == [
+        {"level": "success", "text": "#general: team memory off."}]
+    mine = client_for(cast.member).post(f"/channels/slack/shares/{share.pk}/memory/", {"enabled": "1"}, **hx)
+    assert mine.status_code == 200
+    assert json.loads(mine["HX-Trigger"])["lindy:messages"]["messages"] == [
+        {"level": "success", "text": "#deals: your memory on."}]
