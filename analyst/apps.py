@@ -25,7 +25,7 @@ class AnalystConfig(AppConfig):
         # The router's guardrails compare rollout arms on it like on any online metric.
         register_metric(METRIC, higher_is_better=True, label="Analyst's rubric score of the task run the call served")
         navigation.register(navigation.NavItem(
-            "analyst", "Analyst", "analyst:page", permissions.can_view_analyst, order=53,
+            "analyst", "Task scores", "analyst:page", permissions.can_view_analyst, order=53,
         ))
         # Failures captured where they happen (lindy.failures), grouped here; and Celery's own.
         register_route(failure_prompts.ROUTE, owner=self.label, user_facing=False,

@@ -36,8 +36,11 @@ class HydrationConfig(AppConfig):
         variants.register({summarizer.ROUTE: prompts.SUMMARIZER_DESCRIPTIONS, agent.ROUTE: prompts.AGENT_DESCRIPTIONS},
                           owner=self.label)
 
-        navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
+        navigation.register(navigation.NavItem("hydration", "Memory updates", "hydration:home",
                                                permissions.can_use_memory, order=11))
+        home.register_step(home.Step(
+            "gmail", "Connect Gmail", "so the assistant learns from your mail and can draft replies",
+            permissions.can_use_memory, selectors.gmail_connected, selectors.gmail_connect_url, order=10))
         home.register(home.Tile("memory", "hydration/home_tile.html", permissions.can_use_memory,
                                 selectors.home_tile, order=20))
         schedules.register(schedules.Periodic(

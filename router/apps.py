@@ -45,10 +45,10 @@ class RouterConfig(AppConfig):
         self._triage()
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
-            navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)
+            navigation.NavItem("models", "Model routing", "router:routes", permissions.can_view_team_usage, order=40)
         )
         navigation.register(
-            navigation.NavItem("my-model", "My model", "router:my-model", permissions.can_choose_model_only, order=41)
+            navigation.NavItem("my-model", "Model choice", "router:my-model", permissions.can_choose_model_only, order=41)
         )
         home.register(home.Tile("rollouts", "router/home_rollouts.html", permissions.can_manage_models,
                                 selectors.home_rollouts, order=10))

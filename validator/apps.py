@@ -40,7 +40,7 @@ class ValidatorConfig(AppConfig):
         home.register(home.Tile("blocked-actions", "validator/home_tile.html", permissions.can_review_actions,
                                 home_tile, order=10))
         navigation.register(navigation.NavItem(
-            "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
+            "metrics", "Review statistics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
         navigation.register(navigation.NavItem(
             "validator-cache", "Validator cost & alerts", "validator-cache", permissions.can_view_eval_matrix,

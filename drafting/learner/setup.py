@@ -31,6 +31,6 @@ def ready(label: str) -> None:
                     "(LINDY_LEARNER_PAIRS_PER_RUN), within the daily floor and ceiling.",
     ))
     navigation.register(navigation.NavItem(
-        "learner", "Context learner", "drafting-learner", permissions.can_view_learner, order=46,
+        "learner", "Draft learning", "drafting-learner", permissions.can_view_learner, order=46,
     ))
     drafting_selectors.register_proposal_counts(selectors.proposal_counts)
