@@ -37,7 +37,7 @@ class ChannelsAppConfig(AppConfig):
         ops_alerts.register("slack", post_to_ops_slack)
 
         # Speech to text: no prompt to vary, so only the default variant (router.variants).
-        register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False,
+        register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False, label="Voice memo transcription",
                        description="Transcribes voice memos users text in (OpenAI-compatible /audio/transcriptions).")
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(

@@ -30,9 +30,9 @@ class HydrationConfig(AppConfig):
             tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
         )
 
-        register_route(summarizer.ROUTE, owner=self.label,
+        register_route(summarizer.ROUTE, owner=self.label, label="Memory updates: summarizing",
                        description="Condenses new hydration items into tagged facts.")
-        register_route(agent.ROUTE, owner=self.label, description="Edits a memory file system from the summaries.")
+        register_route(agent.ROUTE, owner=self.label, label="Memory updates: writing", description="Edits a memory file system from the summaries.")
         variants.register({summarizer.ROUTE: prompts.SUMMARIZER_DESCRIPTIONS, agent.ROUTE: prompts.AGENT_DESCRIPTIONS},
                           owner=self.label)
 

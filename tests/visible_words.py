@@ -11,6 +11,9 @@ import html as html_lib
 import re
 
 _INVISIBLE = re.compile(r"<(head|script|style|template)\b.*?</\1>|<!--.*?-->", re.S | re.I)
+# The narrow allow-list: an element marked data-id-subject shows an id because the id is what it is
+# about (the environment variable a superuser sets for a provider's key, a command line for staff).
+_ID_SUBJECT = re.compile(r"<(\w+)\b[^>]*\bdata-id-subject\b[^>]*>.*?</\1>", re.S)
 _TAG = re.compile(r"<[^>]+>")
 _TEXT_NODE = re.compile(r">([^<]+)<")
 
@@ -23,13 +26,17 @@ PY_REPR = re.compile(r"\{'|\['")
 LONG_NUMBER = re.compile(r"(?<![\w.,+/#:-])\d{5,}(?![\w,/:-]|\.\d)")
 
 
+def _readable(html: str) -> str:
+    return _ID_SUBJECT.sub(" ", _INVISIBLE.sub(" ", html))
+
+
 def visible_text(html: str) -> str:
-    return html_lib.unescape(_TAG.sub(" ", _INVISIBLE.sub(" ", html)))
+    return html_lib.unescape(_TAG.sub(" ", _readable(html)))
 
 
 def text_nodes(html: str) -> list[str]:
     """Each run of text between two tags, unescaped and stripped (for ids shown as a whole label)."""
-    body = _INVISIBLE.sub(" ", html)
+    body = _readable(html)
     return [html_lib.unescape(node).strip() for node in _TEXT_NODE.findall(body) if node.strip()]
 
 

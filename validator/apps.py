@@ -29,7 +29,7 @@ class ValidatorConfig(AppConfig):
 
         # evidence_only: the validator's model decides what reaches third parties, so its baseline and
         # rollouts move only on its eval set passing its gate; no superuser override applies.
-        register_route(ROUTE, owner=self.label, evidence_only=True,
+        register_route(ROUTE, owner=self.label, evidence_only=True, label="Action checks",
                        description="Checks an action's justification before it reaches a third party.")
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 

@@ -4,7 +4,8 @@ first link of every kind of page below each section, the way a person clicks thr
 (tests/crawl.nav_and_detail_paths). What they read (tests/visible_words.visible_text: no head, scripts
 or attributes; a tooltip is where an id belongs) has no route id, no environment variable name, no
 Python dict or list repr and no number over 9,999 printed without grouping. Django's admin, where an
-id is the subject, is not crawled. The test of the test shows each finding is caught."""
+id is the subject, is not crawled; elsewhere an element marked `data-id-subject` (a provider's key
+variable on the superuser's providers table, a staff command line) is the only allowance. The test of the test shows each finding is caught."""
 
 from __future__ import annotations
 
@@ -66,5 +67,10 @@ def test_the_reader_catches_each_kind_of_machine_word():
       <p>The validator checked it; the agent drafted it.</p>
       <p>235,251 tokens · $0.000123 · on 2026-12-03 10:15:42 · from +13125550105 · see /tasks/12345/ ·
          build 2e9bacb0 · 12,000 calls · 9999 runs</p>
+      <p>Key from <code data-id-subject>$LINDY_PROVIDER_KEY_ATLAS</code>; run
+         <code data-id-subject>python manage.py run_offline_eval memory.summarize TARGET</code></p>
     </body></html>"""
     assert problems(fine, ROUTE_IDS) == []
+    # The allow-list is the marked element only: the same words beside it are found.
+    assert problems(fine.replace("</body>", "<p>LINDY_PROVIDER_KEY_ATLAS</p></body>"), ROUTE_IDS) == [
+        "environment variable LINDY_PROVIDER_KEY_ATLAS"]
