@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
+from django.utils.html import format_html
 
 register = template.Library()
 
@@ -27,3 +28,11 @@ def plain_text(value) -> str:
 @register.filter
 def plain(value) -> str:
     return plain_text(value)
+
+
+@register.filter
+def person(user) -> str:
+    """A person by the name they chose (User.display_name), their email in a tooltip; "" for nobody."""
+    if user is None or not getattr(user, "pk", None):
+        return ""
+    return format_html('<span class="person" title="{}">{}</span>', user.email, user.display_name)
