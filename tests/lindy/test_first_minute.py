@@ -16,6 +16,7 @@ from django.test import Client, override_settings
 from lindy.models import AuditEntry, User
 from tests.channels_app.factories import SendingNumberFactory, SlackInstallationFactory
 from tests.conftest import client_for
+from tests.factories import AgentTaskFactory
 from tests.fakes.gmail_api import FakeGmail
 from tests.fakes.linq import FakeLinq, message_received, signed
 from tests.fakes.slack_api import FakeSlack, member_joined, signed_event
@@ -176,6 +177,10 @@ def test_a_person_sets_the_name_the_product_shows(cast):
     assert User.objects.get(pk=cast.member.pk).name == "Umar User"
     home = client.get("/").content.decode()
     assert ">Umar User</a>" in home and "Umar User:" in home
+    # Wherever a page names the person: the name, the email in a tooltip.
+    AgentTaskFactory(team=cast.team, owner=cast.member, title="Quarterly numbers")
+    tasks = client.get("/tasks/").content.decode()
+    assert f'<span class="person" title="{cast.member.email}">Umar User</span>' in tasks
     entry = AuditEntry.objects.get(action="user.display_name_set")
     assert entry.actor == cast.member and entry.after == {"name": "Umar User"}
 
