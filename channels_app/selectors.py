@@ -14,6 +14,7 @@ from lindy.seams import SlackMemoryChannel
 from .images import Photo, photo_of
 from .models import (
     InboundAttachment,
+    InboundMessage,
     NumberDay,
     OptOut,
     RatioAlert,
@@ -73,6 +74,17 @@ def private_shares_for(user) -> QuerySet[SlackChannelShare]:
         SlackChannelShare.objects.filter(user=user, channel__is_private=True, channel__team__memberships__user=user)
         .select_related("channel", "channel__team").order_by("-channel__active", "channel__name")
     )
+
+
+def has_texted(user) -> bool:
+    """The first-minute step "text your number" is done once a text from the user was received."""
+    return InboundMessage.objects.filter(profile__user=user).exists()
+
+
+def assistant_in_slack_channel(user) -> bool:
+    """The step "add the assistant to a Slack channel" is done once the assistant is in a channel
+    of one of the user's teams (it joins only channels someone added it to)."""
+    return SlackChannel.objects.filter(active=True, team__memberships__user=user).exists()
 
 
 def texting_profile(user) -> TextingProfile | None:

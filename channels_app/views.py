@@ -205,6 +205,7 @@ def channel_list(request):
         "shares": selectors.private_shares_for(user),
         "profile": selectors.texting_profile(user) if permissions.can_text_assistant(user) else None,
         "can_text": permissions.can_text_assistant(user),
+        "slack_installed": SlackInstallation.objects.filter(team__memberships__user=user).exists(),
         "can_view_health": permissions.can_view_channel_health(user),
         "slack_configured": slack_app.configured(),
     }

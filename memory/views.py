@@ -84,9 +84,9 @@ def _budget_bar(item) -> str:
     so nothing needs escaping."""
     tokens, budget, percent = int(item.tokens), int(item.budget), int(item.percent)
     return mark_safe(  # noqa: S308 (integers and constants only)
-        f'<span class="budget" title="{tokens} of {budget} tokens{"" if item.tokens_exact else " (estimated)"}">\n'
+        f'<span class="budget" title="{tokens:,} of {budget:,} tokens{"" if item.tokens_exact else " (estimated)"}">\n'
         f'  <span class="bar{" over" if item.over else ""}"><span style="width: {percent}%"></span></span>\n'
-        f"  <small>{tokens} / {budget} tokens{'' if item.tokens_exact else _ESTIMATED}</small>\n</span>"
+        f"  <small>{tokens:,} / {budget:,} tokens{'' if item.tokens_exact else _ESTIMATED}</small>\n</span>"
     )
 
 
