@@ -96,7 +96,7 @@ def ratio_series(*, days: int = 14, end: date | None = None) -> dict:
     for number in numbers:
         points = [rows.get((number.pk, d)) for d in labels]
         series.append({
-            "number": number.phone, "label": number.label or number.phone, "kind": number.kind,
+            "number": number.phone, "label": number.line_name, "kind": number.kind,
             "sent": [p.sent if p else 0 for p in points],
             "received": [p.received if p else 0 for p in points],
             "ratio": [_json_ratio(p.ratio) if p else None for p in points],

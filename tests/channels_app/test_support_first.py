@@ -219,3 +219,18 @@ def test_alert_emails_carry_an_absolute_link_to_the_alert(cast, queued):
     assert "Line 5 · CHI" in message.subject
     assert f"https://lindy.example.com/channels/health/#alert-{alert.pk}" in message.body
     assert "Next step:" in message.body
+
+
+def test_the_api_acknowledges_with_a_note_or_without_a_body(cast, api_for):
+    line = SendingNumberFactory(phone="+13125550105", label="Line 5 (CHI)")
+    first, second = _alert(line), _alert(line, back=1)
+    api = api_for(cast.support)
+    assert api_for(cast.member).post(f"/api/channels/alerts/{first.pk}/acknowledge", {"note": "x"}).status_code == 404
+    assert api.post(f"/api/channels/alerts/{first.pk}/acknowledge", {"note": "z" * 501}).status_code == 422
+    answer = api.post(f"/api/channels/alerts/{first.pk}/acknowledge", {"note": "Paused it"})
+    assert answer.status_code == 200
+    assert (answer.json()["line"], answer.json()["acknowledge_note"]) == ("Line 5 · CHI", "Paused it")
+    bare = api.post(f"/api/channels/alerts/{second.pk}/acknowledge", raw="")  # an empty JSON body
+    assert bare.status_code == 200 and bare.json()["acknowledge_note"] == ""
+    second.refresh_from_db()
+    assert second.acknowledged_by == cast.support
