@@ -153,8 +153,8 @@ def open_alerts(limit: int = OPEN_ALERTS_LIMIT) -> tuple[list[RatioAlert], int]:
     of them, and how many there are."""
     pending = RatioAlert.objects.filter(acknowledged_at__isnull=True)
     rank = Case(When(level=RatioAlert.Level.CRITICAL, then=Value(0)), default=Value(1), output_field=IntegerField())
-    rows = list(pending.select_related("number").annotate(rank=rank)
-                .order_by("rank", "-day", "-created_at", "-pk")[:limit])
+    rows: list[RatioAlert] = list(pending.select_related("number")
+                                  .order_by(rank, "-day", "-created_at", "-pk")[:limit])
     count = len(rows) if len(rows) < limit else pending.count()
     return rows, count
 
