@@ -26,13 +26,13 @@ def shared_budget(fs, specials: list[MemoryFile] | None = None) -> dict:
     percent = min(100, round(100 * tokens / budget)) if budget else 100
     over = tokens > budget
     bar: SafeString = mark_safe(  # noqa: S308 (integers and constants only)
-        f'<span class="budget" data-shared-budget title="index.md and master.md together: {tokens} of {budget} tokens">'
+        f'<span class="budget" data-shared-budget title="index.md and master.md together: {tokens:,} of {budget:,} tokens">'
         f'<span class="bar{" over" if over else ""}"><span style="width: {percent}%"></span></span>'
-        f" <small>{tokens} / {budget} tokens, index.md and master.md together{'' if exact else _ESTIMATED}</small></span>"
+        f" <small>{tokens:,} / {budget:,} tokens, index.md and master.md together{'' if exact else _ESTIMATED}</small></span>"
     )
     return {"tokens": tokens, "budget": budget, "percent": percent, "over": over, "exact": exact, "bar": bar}
 
 
 def special_tokens_note(item) -> SafeString:
     """What a row of index.md or master.md shows in place of its own bar: its share."""
-    return mark_safe(f'<small class="muted" data-share>{int(item.tokens)} tokens of the shared budget</small>')  # noqa: S308
+    return mark_safe(f'<small class="muted" data-share>{int(item.tokens):,} tokens of the shared budget</small>')  # noqa: S308

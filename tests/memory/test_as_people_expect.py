@@ -188,12 +188,12 @@ def test_the_shared_budget_of_index_and_master_is_shown_once(cast, team_fs):
     together, budget = sum(specials.values()), team_fs.always_loaded_token_budget
     html = client_for(cast.member).get(f"/memory/{team_fs.pk}/").content.decode()
     assert html.count("data-shared-budget") == 1
-    assert f"{together} / {budget} tokens, index.md and master.md together" in html
-    assert f"/ {budget} tokens" not in html.replace(f"{together} / {budget} tokens, index.md", "")
+    assert f"{together:,} / {budget:,} tokens, index.md and master.md together" in html  # grouped for people
+    assert f"/ {budget:,} tokens" not in html.replace(f"{together:,} / {budget:,} tokens, index.md", "")
     assert html.count("tokens of the shared budget") == 2
     page = client_for(cast.member).get(f"/memory/{team_fs.pk}/files/master.md").content.decode()
-    assert f"{specials['master.md']} tokens of the shared budget" in page and f"{together} / {budget}" in page
+    assert f"{specials['master.md']} tokens of the shared budget" in page and f"{together:,} / {budget:,}" in page
     master = team_fs.files.get(path="master.md")
     check = client_for(cast.admin).post(f"/memory/{team_fs.pk}/preview",
                                         {"path": "master.md", "content": master.content}).content.decode()
-    assert f'data-shared-tokens="{together}"' in check and f"{together}</strong> / {budget}" in check
+    assert f'data-shared-tokens="{together}"' in check and f"{together:,}</strong> / {budget:,}" in check
