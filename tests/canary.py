@@ -354,6 +354,8 @@ def plant(cast) -> tuple[Canaries, dict]:
             "rollout_id": rollout_id(cast), "run_id@router/evals/": eval_run_id(cast),
             "run_id@/api/router/evals/": eval_run_id(cast), "run_id@router/optimizations/": optimization_id(cast),
             # The password-reset link's page, read with a link that no longer works (it holds no row).
-            "uidb64": "MQ", "token": "used-link"}
+            "uidb64": "MQ", "token": "used-link",
+            # A resend is a POST; read with GET it answers 405 and shows nothing.
+            "entry_id": OutboxEntry.objects.filter(user=member).values_list("pk", flat=True).first() or 1}
     assert analyst_candidate is not None
     return canaries, fill
