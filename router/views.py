@@ -396,6 +396,7 @@ def eval_start(request, name: str):
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, eval_form=form)
+    messages.success(request, f"Eval of {run.target.name} with prompt {run.variant} started: its progress is below.")
     return redirect("router:eval-run", run_id=run.pk)
 
 

@@ -7,6 +7,9 @@ acted, and the focus is on it.
   whose checks failed is confirmed first, restating the action and the failed checks.
 - A team admin edits the team's memory and switches a Slack channel off the team's memory; the
   audit page then names both changes and who made them.
+- A superuser starts a rollout without evidence: it is refused on the route page with a button
+  per missing eval, and pressing one starts that eval and says so.
+- Support meets the open alerts first on channel health: tests/channels_app/test_browser.py.
 """
 
 from __future__ import annotations
@@ -122,3 +125,31 @@ def test_a_team_admin_changes_the_teams_memory_and_the_audit_names_them(browser_
     log = page.locator("main").inner_text()
     assert "general" in log and cast.admin.display_name in log  # the email is in its tooltip
     assert AuditEntry.objects.filter(actor=cast.admin, team=cast.team).exists()
+
+
+@pytest.mark.parametrize("width", sorted(SIZES))
+def test_a_superuser_starts_a_rollout_and_is_shown_the_evals_it_lacks(browser_page, cast, width):
+    from router.models import EvalRun, Rollout
+    from tests.router.helpers import cheap_target, route, variant
+
+    page = browser_page
+    page.set_viewport_size(SIZES[width])
+    email = route("email.draft")
+    variant(email, "flash-tuned")
+    target = cheap_target()
+
+    login(page, cast.superuser.email, PASSWORD)
+    page.goto(f"{page.live_server_url}/router/routes/email.draft/")
+    page.select_option("select[name=candidate]", str(target.pk))
+    page.select_option("select[name=candidate_variant]", "flash-tuned")
+    page.click("button:has-text('Start rollout')")
+    # Refused where it was asked, with what is missing and a button for each missing eval.
+    missing = page.locator("[data-missing-evals]")
+    missing.wait_for()
+    assert not Rollout.objects.exists()
+    buttons = missing.locator("button[data-action='run-missing-eval']")
+    assert buttons.count() == 2 and target.name in buttons.first.inner_text()
+    buttons.first.click()
+    run = EvalRun.objects.get(route=email, target=target, variant="flash-tuned")
+    page.wait_for_url(f"**/router/evals/{run.pk}/")
+    assert "started" in _message(page)
