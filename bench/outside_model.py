@@ -7,7 +7,8 @@ wraps it with a clock for the run and subtracts what was spent inside it, both i
 queries are those of the run's own connection (django.test.utils.CaptureQueriesContext), a
 figure the machine's load does not move.
 
-    LINDY_BENCH_PROFILE=1 make bench   # also prints a cProfile of each measured run
+    LINDY_BENCH_PROFILE=1 make bench   # also prints a cProfile (CPU time) of each measured run
+    LINDY_BENCH_PROFILE=var/prof make bench   # ... and saves each in that folder, for pstats
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def measure(clock: ModelClock, run: Callable[[], object], label: str = "") -> tu
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    profile = cProfile.Profile() if os.environ.get("LINDY_BENCH_PROFILE") else None
+    # CPU time, as the figure it explains (wall time would be mostly waiting on the database).
+    profile = cProfile.Profile(time.process_time) if os.environ.get("LINDY_BENCH_PROFILE") else None
     clock.reset()
     with CaptureQueriesContext(connection) as queries:
         cpu, wall = time.process_time(), time.perf_counter()
@@ -98,3 +100,7 @@ def _print_profile(profile: cProfile.Profile, label: str) -> None:
     stats.sort_stats("cumulative").print_stats(45)
     stats.sort_stats("tottime").print_stats(30)
     print(f"\n--- profile: {label} ---\n{out.getvalue()}")
+    folder = os.environ.get("LINDY_BENCH_PROFILE", "")
+    if folder not in ("", "1"):
+        os.makedirs(folder, exist_ok=True)
+        profile.dump_stats(os.path.join(folder, "".join(c if c.isalnum() else "-" for c in label) + ".prof"))
