@@ -66,7 +66,10 @@ class MeetingsSource(Source):
     def fetch(self, filesystem, cursor: dict) -> Fetched:
         # Meetings are created once; their primary key only grows, so it is the cursor.
         after = int(cursor.get("after_id", 0))
-        meetings = list(self._queryset(filesystem).filter(pk__gt=after).select_related("owner").order_by("pk")[:BATCH])
+        # Only what an item is made of: a meeting's owner is a whole user row otherwise.
+        meetings = list(self._queryset(filesystem).filter(pk__gt=after).select_related("owner")
+                        .only("pk", "title", "notes", "occurred_at", "owner_id", "owner__email", "owner__name")
+                        .order_by("pk")[:BATCH])
         items = []
         link = _link()
         for m in meetings:
