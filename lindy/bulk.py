@@ -38,7 +38,7 @@ def _array(field: models.Field, values: Sequence) -> tuple[str, list]:
                   for v in values]
     elif not isinstance(values, list):
         values = list(values)
-    db_type = field.db_type(connection)
+    db_type = field.db_type(connection) or ""
     # Text arrays for varchar columns: the column's own length check applies on assignment (an
     # explicit cast to varchar(n) would cut a long value silently).
     if db_type.startswith("varchar"):
@@ -117,10 +117,10 @@ def row_update(model: type[models.Model], where: dict[str, object], values: dict
         params.append(field.get_db_prep_save(value, connection))
     conditions = []
     for name, value in where.items():
-        field = model._meta.pk if name == "pk" else model._meta.get_field(name)
-        assert isinstance(field, models.Field) and field.concrete, name
-        conditions.append(f"{table}.{connection.ops.quote_name(field.column)} = %s")
-        params.append(field.get_db_prep_value(value, connection))
+        found = model._meta.pk if name == "pk" else model._meta.get_field(name)
+        assert isinstance(found, models.Field) and found.concrete, name
+        conditions.append(f"{table}.{connection.ops.quote_name(found.column)} = %s")
+        params.append(found.get_db_prep_value(value, connection))
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}", params)
         return cursor.rowcount
