@@ -24,7 +24,7 @@ class AgentConfig(AppConfig):
         from .loop import ROUTE
         from .services import ActionRunner
 
-        register_route(ROUTE, owner=self.label, description="The assistant's own turns in a task.")
+        register_route(ROUTE, owner=self.label, label="The assistant", description="The assistant's own turns in a task.")
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 
         runner.register(ActionRunner())

@@ -19,16 +19,16 @@ class AnalystConfig(AppConfig):
         from .failures import prompts as failure_prompts
         from .services import METRIC
 
-        register_route(prompts.ROUTE, owner=self.label,
+        register_route(prompts.ROUTE, owner=self.label, label="Task scoring",
                        description="Scores each finished run of the agent against the rubric.")
         variants.register({prompts.ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
         # The router's guardrails compare rollout arms on it like on any online metric.
         register_metric(METRIC, higher_is_better=True, label="Analyst's rubric score of the task run the call served")
         navigation.register(navigation.NavItem(
-            "analyst", "Analyst", "analyst:page", permissions.can_view_analyst, order=53,
+            "analyst", "Task scores", "analyst:page", permissions.can_view_analyst, order=53,
         ))
         # Failures captured where they happen (lindy.failures), grouped here; and Celery's own.
-        register_route(failure_prompts.ROUTE, owner=self.label, user_facing=False,
+        register_route(failure_prompts.ROUTE, owner=self.label, user_facing=False, label="Failure diagnosis",
                        description="Suggests the cause of a failure group and the smallest change, from its log and code.")
         core_failures.subscribe(record.failure_record)
         celery_signal.connect()

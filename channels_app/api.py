@@ -169,6 +169,7 @@ def health(request, page: Query[PageIn]):
 class AlertOut(Schema):
     id: int
     number: str
+    line: str
     day: str
     level: str
     ratio: float
@@ -176,14 +177,20 @@ class AlertOut(Schema):
     received: int
     threshold: float
     acknowledged_at: datetime | None
+    acknowledge_note: str
+
+
+class AcknowledgeIn(Schema):
+    note: str = Field("", max_length=500, description="What was done about it, or why it can wait")
 
 
 @router.post("/alerts/{alert_id}/acknowledge", response=AlertOut, summary="Support: acknowledge a ratio alert")
-def alert_acknowledge(request, alert_id: int):
+def alert_acknowledge(request, alert_id: int, payload: AcknowledgeIn | None = None):
     if not permissions.can_view_channel_health(request.user):
         raise Http404("No such alert.")
     alert = permissions.get_visible_or_404(RatioAlert.objects.select_related("number"), pk=alert_id)
-    services.ratio_alert_acknowledge(alert=alert, user=request.user)
-    return {"id": alert.pk, "number": alert.number.phone, "day": alert.day.isoformat(), "level": alert.level,
-            "ratio": alert.ratio, "sent": alert.sent, "received": alert.received, "threshold": alert.threshold,
-            "acknowledged_at": alert.acknowledged_at}
+    services.ratio_alert_acknowledge(alert=alert, user=request.user, note=payload.note if payload else "")
+    return {"id": alert.pk, "number": alert.number.phone, "line": alert.number.line_name, "day": alert.day.isoformat(),
+            "level": alert.level, "ratio": alert.ratio, "sent": alert.sent, "received": alert.received,
+            "threshold": alert.threshold, "acknowledged_at": alert.acknowledged_at,
+            "acknowledge_note": alert.acknowledge_note}

@@ -11,6 +11,8 @@ class ChannelsAppConfig(AppConfig):
         from . import metrics
 
         core_metrics.register("channels_app", metrics.collect)  # its lindy_* figures on /metrics
+        from django.urls import reverse
+
         from lindy import demo as core_demo
         from lindy import erasure, home, navigation, ops_alerts, schedules, seams
         from router.routing import register_route
@@ -35,13 +37,21 @@ class ChannelsAppConfig(AppConfig):
         ops_alerts.register("slack", post_to_ops_slack)
 
         # Speech to text: no prompt to vary, so only the default variant (router.variants).
-        register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False,
+        register_route(TRANSCRIBE_ROUTE, owner=self.label, user_facing=False, label="Voice memo transcription",
                        description="Transcribes voice memos users text in (OpenAI-compatible /audio/transcriptions).")
         navigation.register(navigation.NavItem("channels", "Channels", "channels", permissions.can_view_channels, order=30))
         navigation.register(
             navigation.NavItem("channel-health", "Channel health", "channel-health",
                                permissions.can_view_channel_health, order=51)
         )
+        # The first-minute checklist on the home page (lindy.home.Step): each done from these records.
+        home.register_step(home.Step(
+            "text", "Text your Lindy number", "save its contact card and send it a first message",
+            permissions.can_text_assistant, selectors.has_texted, lambda user: reverse("channels-texting"), order=20))
+        home.register_step(home.Step(
+            "slack", "Add the assistant to a Slack channel", "invite it to a channel whose talk it should remember",
+            permissions.can_use_workspace, selectors.assistant_in_slack_channel,
+            lambda user: reverse("channels") + "#slack", order=30))
         home.register(home.Tile("channel-health", "channels_app/home_tile.html", permissions.can_view_channel_health,
                                 selectors.home_tile, order=10))
         schedules.register(schedules.Periodic(

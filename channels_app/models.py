@@ -164,6 +164,13 @@ class SendingNumber(models.Model):
     def __str__(self):
         return f"{self.label or self.phone} ({self.kind})"
 
+    @property
+    def line_name(self) -> str:
+        """What support calls the line: "Line 5 · CHI" (channels_app.lines)."""
+        from .lines import line_name
+
+        return line_name(label=self.label, phone=self.phone, kind=self.kind)
+
 
 class TextingProfile(models.Model):
     """A user's phone, the pool number they keep, and what we know about their handset."""
@@ -388,6 +395,7 @@ class RatioAlert(models.Model):
     acknowledged_at = models.DateTimeField(null=True, blank=True)
     acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                         related_name="+")
+    acknowledge_note = models.CharField(max_length=500, blank=True, help_text="Support's note when acknowledging.")
     # The level each way of telling people has delivered: a level is told once on each.
     emailed_level = models.CharField(max_length=10, choices=Level.choices, blank=True)
     slacked_level = models.CharField(max_length=10, choices=Level.choices, blank=True)

@@ -6,7 +6,7 @@ import math
 from datetime import date, timedelta
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
 from lindy.seams import SlackMemoryChannel
@@ -14,6 +14,7 @@ from lindy.seams import SlackMemoryChannel
 from .images import Photo, photo_of
 from .models import (
     InboundAttachment,
+    InboundMessage,
     NumberDay,
     OptOut,
     RatioAlert,
@@ -81,6 +82,17 @@ def private_shares_for(user) -> QuerySet[SlackChannelShare]:
     )
 
 
+def has_texted(user) -> bool:
+    """The first-minute step "text your number" is done once a text from the user was received."""
+    return InboundMessage.objects.filter(profile__user=user).exists()
+
+
+def assistant_in_slack_channel(user) -> bool:
+    """The step "add the assistant to a Slack channel" is done once the assistant is in a channel
+    of one of the user's teams (it joins only channels someone added it to)."""
+    return SlackChannel.objects.filter(active=True, team__memberships__user=user).exists()
+
+
 def texting_profile(user) -> TextingProfile | None:
     return TextingProfile.objects.select_related("number").filter(user=user).first()
 
@@ -102,13 +114,72 @@ def ratio_series(*, days: int = 14, end: date | None = None) -> dict:
     for number in numbers:
         points = [rows.get((number.pk, d)) for d in labels]
         series.append({
-            "number": number.phone, "label": number.label or number.phone, "kind": number.kind,
+            "number": number.phone, "label": number.line_name, "kind": number.kind,
             "sent": [p.sent if p else 0 for p in points],
             "received": [p.received if p else 0 for p in points],
             "ratio": [_json_ratio(p.ratio) if p else None for p in points],
             "fallbacks": [p.fallbacks if p else 0 for p in points],
         })
     return {"labels": [d.isoformat() for d in labels], "series": series}
+
+
+def ratio_level(ratio: float) -> str:
+    """"critical", "warn" or "" for a send/receive ratio, against the configured thresholds."""
+    if ratio > settings.CHANNELS_RATIO_CRITICAL:
+        return "critical"
+    if ratio > settings.CHANNELS_RATIO_WARN:
+        return "warn"
+    return ""
+
+
+def lines_ordered() -> QuerySet[SendingNumber]:
+    """The active lines in the order support reads them (a page of them is sliced from this)."""
+    return SendingNumber.objects.filter(active=True).order_by("kind", "phone", "pk")
+
+
+def line_day_grid(numbers: list[SendingNumber], *, days: int, end: date | None = None) -> dict:
+    """Lines × days: each cell's sent, received, ratio, level and the line-day's alert (if any).
+    Two queries whatever the number of lines: callers pass one page of lines."""
+    end = end or today()
+    labels = [end - timedelta(days=days - 1 - i) for i in range(days)]
+    ids = [number.pk for number in numbers]
+    rows = {(r.number_id, r.day): r for r in NumberDay.objects.filter(number_id__in=ids, day__gte=labels[0],
+                                                                       day__lte=end)}
+    alerted = {(number_id, day): (level, acknowledged is not None) for number_id, day, level, acknowledged in
+               RatioAlert.objects.filter(number_id__in=ids, day__gte=labels[0], day__lte=end)
+               .values_list("number_id", "day", "level", "acknowledged_at")}
+    grid = []
+    for number in numbers:
+        cells = []
+        for day in labels:
+            row = rows.get((number.pk, day))
+            sent, received = (row.sent, row.received) if row else (0, 0)
+            ratio = ratio_of(sent, received)
+            alert = alerted.get((number.pk, day))
+            cells.append({"day": day, "sent": sent, "received": received, "ratio": ratio if row else None,
+                          "level": ratio_level(ratio) if row else "", "alert_level": alert[0] if alert else "",
+                          "alert_open": bool(alert and not alert[1])})
+        grid.append({"number": number, "cells": cells})
+    return {"days": labels, "rows": grid}
+
+
+OPEN_ALERTS_LIMIT = 50
+
+
+def open_alerts(limit: int = OPEN_ALERTS_LIMIT) -> tuple[list[RatioAlert], int]:
+    """The alerts nobody acknowledged yet, critical first, then the newest day: at most `limit`
+    of them, and how many there are."""
+    pending = RatioAlert.objects.filter(acknowledged_at__isnull=True)
+    rank = Case(When(level=RatioAlert.Level.CRITICAL, then=Value(0)), default=Value(1), output_field=IntegerField())
+    rows: list[RatioAlert] = list(pending.select_related("number")
+                                  .order_by(rank, "-day", "-created_at", "-pk")[:limit])
+    count = len(rows) if len(rows) < limit else pending.count()
+    return rows, count
+
+
+def acknowledged_alerts(limit: int = 20) -> QuerySet[RatioAlert]:
+    return (RatioAlert.objects.filter(acknowledged_at__isnull=False).select_related("number", "acknowledged_by")
+            .order_by("-acknowledged_at", "-pk")[:limit])
 
 
 def active_numbers() -> QuerySet[SendingNumber]:
@@ -126,11 +197,7 @@ def numbers_today(*, page: slice | None = None) -> list[dict]:
         row = rows.get(number.pk)
         sent, received = (row.sent, row.received) if row else (0, 0)
         ratio = ratio_of(sent, received)
-        level = ""
-        if ratio > settings.CHANNELS_RATIO_CRITICAL:
-            level = "critical"
-        elif ratio > settings.CHANNELS_RATIO_WARN:
-            level = "warn"
+        level = ratio_level(ratio)
         result.append({
             "number": number, "sent": sent, "received": received, "ratio": ratio,
             "fallbacks": row.fallbacks if row else 0, "capped": row.capped if row else 0,

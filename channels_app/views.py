@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from slack_sdk.signature import SignatureVerifier
@@ -23,6 +24,7 @@ from lindy.models import Team
 from . import permissions, selectors, services, slack_app
 from .models import RatioAlert, SlackChannel, SlackChannelShare, SlackInstallation
 from .providers import sms, webhook_schemes
+from .services import alerts
 from .slack_stores import callback_state, install_started_by
 
 logger = logging.getLogger(__name__)
@@ -205,6 +207,7 @@ def channel_list(request):
         "shares": selectors.private_shares_for(user),
         "profile": selectors.texting_profile(user) if permissions.can_text_assistant(user) else None,
         "can_text": permissions.can_text_assistant(user),
+        "slack_installed": SlackInstallation.objects.filter(team__memberships__user=user).exists(),
         "can_view_health": permissions.can_view_channel_health(user),
         "slack_configured": slack_app.configured(),
     }
@@ -231,13 +234,16 @@ def team_memory_toggle(request, channel_id: int):
     try:
         services.slack_team_memory_set(channel=channel, enabled=_enabled(request), actor=request.user)
     except ValueError as exc:
-        if request.htmx:
-            return HttpResponse(str(exc), status=400)
+        # Said where the person acted: with htmx the row stays as it was and the message comes
+        # with the response (lindy.middleware.htmx_messages); a 4xx would swap nothing and say nothing.
         messages.error(request, str(exc))
+        channel.refresh_from_db()
+        if request.htmx:
+            return render(request, "channels_app/channels.html#team-channel-row", {"channel": channel})
         return redirect("channels")
+    messages.success(request, f"#{channel.name}: team memory {'on' if channel.use_for_team_memory else 'off'}.")
     if request.htmx:
         return render(request, "channels_app/channels.html#team-channel-row", {"channel": channel})
-    messages.success(request, f"#{channel.name}: team memory {'on' if channel.use_for_team_memory else 'off'}.")
     return redirect("channels")
 
 
@@ -248,9 +254,9 @@ def private_memory_toggle(request, share_id: int):
         SlackChannelShare.objects.filter(user=request.user).select_related("channel"), pk=share_id
     )
     services.slack_private_memory_set(share=share, enabled=_enabled(request), actor=request.user)
+    messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")
     if request.htmx:
         return render(request, "channels_app/channels.html#share-row", {"share": share})
-    messages.success(request, f"#{share.channel.name}: your memory {'on' if share.use_for_memory else 'off'}.")
     return redirect("channels")
 
 
@@ -296,18 +302,33 @@ def texting_vcard(request):
     return response
 
 
+GRID_DAYS = (7, 14)
+GRID_LINES_PER_PAGE = 20
+
+
 @login_required
 @require_GET
 def channel_health(request):
-    """Support staff, across teams: counts and ratios per line, never a message body."""
+    """Support staff, across teams: what to act on first (the open alerts, each with its next
+    step), then each line's ratio per day, the charts and today. Counts and ratios only, never a
+    message body. A bounded number of queries however many lines and alerts there are."""
     _require(permissions.can_view_channel_health(request.user), "No such page.")
+    days = clamped_choice(request.GET.get("days") or "", allowed=frozenset(str(d) for d in GRID_DAYS), other="14")
+    lines = Paginator(selectors.lines_ordered(), GRID_LINES_PER_PAGE).get_page(request.GET.get("lines"))
+    open_alerts, open_count = selectors.open_alerts()
+    for alert in open_alerts:
+        alert.next_step = alerts.next_step(alert.level)
     context = {
+        "open_alerts": open_alerts, "open_count": open_count,
+        "grid": selectors.line_day_grid(list(lines.object_list), days=int(days)), "lines": lines,
+        "grid_days": int(days), "grid_day_choices": GRID_DAYS,
         "chart": selectors.ratio_series(days=14),
         "today_rows": selectors.numbers_today(),
         "over": selectors.numbers_over_threshold(days=7),
-        "alerts": selectors.recent_alerts(),
+        "alerts": selectors.acknowledged_alerts(),
         "warn": settings.CHANNELS_RATIO_WARN,
         "critical": settings.CHANNELS_RATIO_CRITICAL,
+        "note_max": alerts.MAX_NOTE,
     }
     return render(request, "channels_app/health.html", context)
 
@@ -327,13 +348,25 @@ def opt_outs(request):
 @login_required
 @require_POST
 def alert_acknowledge(request, alert_id: int):
-    """Support staff: I have seen this alert (an escalation asks again)."""
+    """Support staff: I have seen this alert, and here is what I did (an escalation asks again)."""
     _require(permissions.can_view_channel_health(request.user), "No such page.")
     alert = permissions.get_visible_or_404(
         RatioAlert.objects.select_related("number", "acknowledged_by"), pk=alert_id
     )
-    services.ratio_alert_acknowledge(alert=alert, user=request.user)
+    name = f"{alert.number.line_name} on {alert.day:%b} {alert.day.day}"
+    try:
+        done = services.ratio_alert_acknowledge(alert=alert, user=request.user, note=request.POST.get("note", ""))
+    except ValueError as exc:
+        if request.htmx:
+            return HttpResponse(str(exc), status=400, content_type="text/plain")
+        messages.error(request, f"{name}: not acknowledged. {exc}")
+        return redirect(reverse("channel-health") + f"#alert-{alert.pk}")
+    alert.next_step = alerts.next_step(alert.level)
     if request.htmx:
-        return render(request, "channels_app/health.html#alert-row", {"alert": alert})
-    messages.success(request, f"Alert on {alert.number.phone} for {alert.day} acknowledged.")
-    return redirect("channel-health")
+        return render(request, "channels_app/health.html#open-alert",
+                      {"alert": alert, "note_max": alerts.MAX_NOTE, "just_done": done})
+    if done:
+        messages.success(request, f"Acknowledged the {alert.get_level_display().lower()} alert on {name}.")
+    else:
+        messages.info(request, f"The alert on {name} was already acknowledged.")
+    return redirect(reverse("channel-health") + "#open-alerts")

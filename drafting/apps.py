@@ -17,7 +17,7 @@ class DraftingConfig(AppConfig):
         from . import evals, offline, permissions, prompts, selectors, signals, tasks  # noqa: F401  (offline rules, receivers, tasks)
         from .services.pairs import METRIC
 
-        register_route(prompts.ROUTE, owner=self.label,
+        register_route(prompts.ROUTE, owner=self.label, label="Email drafts",
                        description="Drafts a reply in the user's Gmail thread from their context document.")
         variants.register({prompts.ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
         # Its eval set holds drafting's own inputs and is built by its own prompt, so the score of

@@ -30,14 +30,17 @@ class HydrationConfig(AppConfig):
             tasks,  # noqa: F401  (registers the tasks services enqueue by name through lindy.queue)
         )
 
-        register_route(summarizer.ROUTE, owner=self.label,
+        register_route(summarizer.ROUTE, owner=self.label, label="Memory updates: summarizing",
                        description="Condenses new hydration items into tagged facts.")
-        register_route(agent.ROUTE, owner=self.label, description="Edits a memory file system from the summaries.")
+        register_route(agent.ROUTE, owner=self.label, label="Memory updates: writing", description="Edits a memory file system from the summaries.")
         variants.register({summarizer.ROUTE: prompts.SUMMARIZER_DESCRIPTIONS, agent.ROUTE: prompts.AGENT_DESCRIPTIONS},
                           owner=self.label)
 
-        navigation.register(navigation.NavItem("hydration", "Hydration", "hydration:home",
+        navigation.register(navigation.NavItem("hydration", "Memory updates", "hydration:home",
                                                permissions.can_use_memory, order=11))
+        home.register_step(home.Step(
+            "gmail", "Connect Gmail", "so the assistant learns from your mail and can draft replies",
+            permissions.can_use_memory, selectors.gmail_connected, selectors.gmail_connect_url, order=10))
         home.register(home.Tile("memory", "hydration/home_tile.html", permissions.can_use_memory,
                                 selectors.home_tile, order=20))
         schedules.register(schedules.Periodic(

@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass, field
 
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.urls import reverse
 from django.utils import timezone
 
+from google_workspace.models import GmailAccount
 from memory import blame as memory_blame
 from memory import permissions as memory_permissions
 from memory import selectors as memory_selectors
@@ -170,3 +172,18 @@ def home_tile(user) -> dict | None:
             "can_edit": memory_permissions.can_edit_filesystem(user, fs),
         })
     return {"rows": rows, "failing": sum(1 for row in rows if row["violations"])}
+
+
+# --- The first-minute checklist (lindy.home.Step) --------------------------------------------------
+
+def gmail_connected(user) -> bool:
+    """Done when the user's Google connection (google_workspace.GmailAccount) is connected."""
+    return GmailAccount.objects.filter(user=user, status=GmailAccount.Status.CONNECTED).exists()
+
+
+def gmail_connect_url(user) -> str:
+    """Where Gmail is connected: the Gmail panel of the user's own memory's sources page."""
+    fs_id = FileSystem.objects.filter(kind=FileSystem.Kind.USER, owner=user).values_list("pk", flat=True).first()
+    if fs_id is None:
+        return reverse("hydration:home")
+    return reverse("hydration:filesystem", args=[fs_id]) + "#gmail"

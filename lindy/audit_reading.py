@@ -27,6 +27,11 @@ class FieldChange:
     before: Any
     after: Any
 
+    @property
+    def names_variable(self) -> bool:
+        """The field holds the name of an environment variable (router.Provider.api_key_env)."""
+        return self.field.endswith("_env")
+
 
 MISSING = "—"
 

@@ -44,3 +44,44 @@ def tiles_for(user) -> list[dict]:
             continue
         shown.append({"key": tile.key, "template": tile.template, "data": data})
     return shown
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the first-minute checklist ("Connect Gmail"), registered by the app that owns
+    the records that show it is done. `done` reads those records (one bounded query); `url` is the
+    one click to the place where the step is taken."""
+
+    key: str
+    label: str
+    hint: str
+    allowed: Callable[[object], bool]
+    done: Callable[[object], bool]
+    url: Callable[[object], str]
+    order: int = 50
+
+
+_STEPS: dict[str, Step] = {}
+
+
+def register_step(step: Step) -> None:
+    _STEPS[step.key] = step
+
+
+def registered_steps() -> list[Step]:
+    return sorted(_STEPS.values(), key=lambda step: (step.order, step.key))
+
+
+def checklist_for(user) -> list[dict] | None:
+    """The steps this user can take, each with whether it is done and where it is done; None once
+    every one is done (the checklist leaves the home page) or when none applies to the user."""
+    rows = []
+    for step in registered_steps():
+        if not step.allowed(user):
+            continue
+        done = bool(step.done(user))
+        rows.append({"key": step.key, "label": step.label, "hint": step.hint, "done": done,
+                     "url": "" if done else step.url(user)})
+    if not rows or all(row["done"] for row in rows):
+        return None
+    return rows

@@ -42,7 +42,10 @@ class User(AbstractBaseUser, PermissionsMixin):
     """A person who signs in by email."""
 
     email = models.EmailField(unique=True)
-    name = models.CharField(max_length=150, blank=True)
+    name = models.CharField(
+        "display name", max_length=150, blank=True,
+        help_text="Shown wherever the product names this person; blank shows the email's first part.",
+    )
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False, help_text="May sign in to the Django admin.")
     is_internal = models.BooleanField(

@@ -34,6 +34,25 @@ def membership_set(*, team: Team, user: User, role: str = Membership.Role.MEMBER
     return membership
 
 
+DISPLAY_NAME_MAX = 150
+
+
+def user_display_name_set(*, user: User, name: str) -> User:
+    """The name the product shows for `user` instead of their email (blank: the email's local part).
+    Raises ValueError, changing nothing, on a name too long or with control characters."""
+    name = " ".join(name.split())
+    if len(name) > DISPLAY_NAME_MAX:
+        raise ValueError(f"A display name has at most {DISPLAY_NAME_MAX} characters.")
+    if any(ord(ch) < 32 for ch in name):
+        raise ValueError("A display name cannot contain control characters.")
+    if name != user.name:
+        before = user.name
+        user.name = name
+        user.save(update_fields=["name"])
+        audit.record(actor=user, action="user.display_name_set", obj=user, before={"name": before}, after={"name": name})
+    return user
+
+
 def api_token_create(*, user: User, name: str = "") -> tuple[ApiToken, str]:
     """Returns the token row and the clear-text key, which is never stored."""
     key = settings.API_TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -24,6 +24,9 @@ DEBUG = env.flag("DEBUG", True)
 
 SECRET_KEY = env.text("SECRET_KEY")
 ALLOWED_HOSTS = env.text_list("ALLOWED_HOSTS")
+# The site's public origin (scheme, host, port, no path): links in emails and Slack posts that leave
+# the site (ratio alerts...) are absolute, built on it (lindy.links.absolute_url).
+LINDY_BASE_URL = env.url("LINDY_BASE_URL", "http://localhost:8000").rstrip("/")
 if DEBUG:
     # Never a public constant: it also keys the stored tokens' encryption (lindy.encryption).
     SECRET_KEY = SECRET_KEY or generated_secret_key(VAR_DIR)
@@ -50,6 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.humanize",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",

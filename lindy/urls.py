@@ -12,6 +12,13 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Forgot password: Django's own views; the email goes out through the configured EMAIL_BACKEND.
+    path("accounts/password-reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("accounts/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("accounts/profile/", views.profile, name="profile"),
     path("tasks/", views.task_list, name="task-list"),
     path("tasks/<int:task_id>/", views.task_detail, name="task-detail"),
     path("meetings/", views.meeting_list, name="meeting-list"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
@@ -15,7 +16,7 @@ from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from . import home as home_tiles
-from . import outages, permissions, queue, readiness, selectors, task_annotations
+from . import outages, permissions, queue, readiness, selectors, services, task_annotations
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +31,29 @@ def _page(request, queryset):
 def home(request):
     """What needs this person now: the tiles each app registered for their role (lindy/home.py)."""
     user = request.user
-    context = {"memberships": selectors.memberships_of(user), "tiles": home_tiles.tiles_for(user)}
+    context = {"memberships": selectors.memberships_of(user), "tiles": home_tiles.tiles_for(user),
+               "checklist": home_tiles.checklist_for(user)}
     if permissions.can_use_workspace(user):
         context["recent_tasks"] = selectors.task_list(user)[:5]
         context["recent_meetings"] = selectors.meeting_list(user)[:5]
     return render(request, "lindy/home.html", context)
+
+
+@login_required
+def profile(request):
+    """The signed-in person's own profile: the display name the product shows for them."""
+    user = request.user
+    error, name = "", user.name
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        try:
+            services.user_display_name_set(user=user, name=name)
+        except ValueError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Saved. You appear as {user.display_name}.")
+            return redirect("profile")
+    return render(request, "lindy/profile.html", {"error": error, "name": name}, status=400 if error else 200)
 
 
 def _workspace_only(request):

@@ -19,5 +19,5 @@ class MemoryConfig(AppConfig):
         navigation.register(navigation.NavItem("memory", "Memory", "memory:home", permissions.can_use_memory, order=10))
         core_demo.register_seeder(10, demo.seed)
         # gateway.count_tokens' route: the verifier's budgets are memory's.
-        register_route("memory.count_tokens", owner=self.label, user_facing=False,
+        register_route("memory.count_tokens", owner=self.label, user_facing=False, label="Memory token counting",
                        description="Counts the tokens of memory files against their budgets.")

@@ -19,7 +19,7 @@ from . import links, permissions, portable
 from .draft import Change, MemoryDraft, MemoryWriteError, TokenCounter, check_content, check_path
 from .models import FileChange, FileSystem, MemoryFile, Revision
 from .paths import INDEX, SPECIAL, PathError, clean_path
-from .verifier import Violation, verify
+from .verifier import Violation, linked_paths, verify
 
 logger = logging.getLogger(__name__)
 CACHE_SECONDS = 24 * 3600
@@ -223,8 +223,44 @@ def search(fs: FileSystem, query: str) -> QuerySet[MemoryFile]:
             .defer("content").order_by("path"))
 
 
+# How many moves back a file's history is followed (each hop is one indexed query).
+MAX_HISTORY_MOVES = 20
+
+
+def file_lineage(fs: FileSystem, path: str) -> list[tuple[str, int | None, int | None]]:
+    """The paths the file now at `path` had, newest first, each with the revisions it was there
+    (from, up to and excluding): [("people/jane.md", 12, None), ("jane.md", None, 12)] for a file
+    moved from jane.md in revision 12. The history follows a file across moves, and no further
+    back at a path than the move that brought it there (an older file of the same name is another
+    file)."""
+    lineage: list[tuple[str, int | None, int | None]] = []
+    current, upto = path, None
+    seen = set()
+    for _ in range(MAX_HISTORY_MOVES + 1):
+        moves = FileChange.objects.filter(filesystem=fs, path=current, op=FileChange.Op.MOVE)
+        if upto is not None:
+            moves = moves.filter(revision_id__lt=upto)
+        move = moves.order_by("-revision_id", "-pk").values_list("old_path", "revision_id").first()
+        if move is None or (move[0], move[1]) in seen:
+            lineage.append((current, None, upto))
+            break
+        seen.add(move)
+        lineage.append((current, move[1], upto))
+        current, upto = move
+    return lineage
+
+
 def file_history(fs: FileSystem, path: str) -> QuerySet[FileChange]:
-    return (FileChange.objects.filter(filesystem=fs).filter(Q(path=path) | Q(old_path=path))
+    """Every change to the file now at `path`, newest first, across its moves (file_lineage)."""
+    where = Q()
+    for at, since, upto in file_lineage(fs, path):
+        here = Q(path=at) | Q(old_path=at)
+        if since is not None:
+            here &= Q(revision_id__gte=since)
+        if upto is not None:
+            here &= Q(revision_id__lt=upto)
+        where |= here
+    return (FileChange.objects.filter(filesystem=fs).filter(where)
             .select_related("revision", "revision__author").order_by("-revision_id", "-pk"))
 
 
@@ -279,6 +315,11 @@ class EditCheck:
     budget: int
     violations: list[Violation]
     refused: str  # why a write would refuse the text before the verifier sees it ("" when it would not)
+    # Links in the text to files that do not exist. In index.md and master.md the verifier refuses
+    # them (they are among `violations`); elsewhere it does not, and the editor says why.
+    missing_links: tuple[str, ...] = ()
+    # For index.md and master.md: both files' tokens together, against the budget they share.
+    shared_tokens: int | None = None
 
     @property
     def shared_budget(self) -> bool:
@@ -287,6 +328,8 @@ class EditCheck:
 
     @property
     def over_budget(self) -> bool:
+        if self.shared_tokens is not None:
+            return self.shared_tokens > self.budget
         return self.tokens is not None and self.tokens > self.budget
 
 
@@ -316,7 +359,13 @@ def edit_check(fs: FileSystem, *, path: str, content: str, user=None, add_to_ind
             draft.apply(Change("update", INDEX, content=links.append_line(index, links.index_line(clean, ""))))
     except MemoryWriteError as exc:
         return EditCheck(clean, size, tokens, exact, budget, [], exc.message)
-    return EditCheck(clean, size, tokens, exact, budget, draft.violations(), "")
+    missing = tuple(sorted(linked_paths(content) - draft.files.keys()))
+    violations = draft.violations()  # counts every file the draft changed
+    shared = None
+    if clean in SPECIAL:
+        counted = draft.tokens()
+        shared = sum(counted.get(special, 0) for special in SPECIAL)
+    return EditCheck(clean, size, tokens, exact, budget, violations, "", missing, shared)
 
 
 def last_change(fs: FileSystem, path: str) -> FileChange | None:

@@ -298,6 +298,47 @@ def file_restore(*, filesystem: FileSystem, change: FileChange, author_kind: str
     )
 
 
+def change_revert(*, filesystem: FileSystem, change: FileChange, author_kind: str, author=None) -> Revision:
+    """Undo one file's change, and only that file's (a revision's other files stay as they are):
+    an edit's text comes back, a created file goes (with its index line), a deleted file comes
+    back (with an index line unless index or master still link it), a moved file moves back (its
+    links follow). Refused (409) when the file changed after `change`, so nobody's later edit is
+    undone unseen; "restore" puts an old text back over later edits knowingly. The whole
+    revision is reverted by `revision_revert`."""
+    if change.filesystem_id != filesystem.pk:
+        raise FileNotFound("No such change in this file system.")
+    label = f"the {change.get_op_display().lower()} of {change.path} in revision {change.revision_id}"
+    live = MemoryFile.objects.filter(filesystem=filesystem, path=change.path).values_list("version", flat=True).first()
+    later = (f"{change.path} changed after revision {change.revision_id} (it is now at version {live}): "
+             "reverting this change alone would undo that later edit too. Use \"Restore the text from before "
+             "this change\" to put the old text back anyway, or edit the file by hand.")
+    try:
+        if change.op == FileChange.Op.UPDATE:
+            if live != change.after_version:
+                raise StaleVersion(later if live is not None else
+                                   f"{change.path} no longer exists (moved or deleted since): nothing to revert.")
+            return file_restore(filesystem=filesystem, change=change, author_kind=author_kind, author=author)
+        if change.op == FileChange.Op.DELETE:
+            if live is not None:
+                raise AlreadyExists(f"A file {change.path} exists again: open its history to undo that instead.")
+            return file_restore(filesystem=filesystem, change=change, author_kind=author_kind, author=author)
+        if change.op == FileChange.Op.CREATE:
+            if live != change.after_version:
+                raise StaleVersion(later if live is not None else
+                                   f"{change.path} no longer exists (moved or deleted since): nothing to revert.")
+            return file_delete(filesystem=filesystem, path=change.path, base_version=change.after_version,
+                               author_kind=author_kind, author=author, message=f"Revert {label}")
+        # A move: back to where it was, its links following it.
+        if live != change.after_version:
+            raise StaleVersion(later if live is not None else
+                               f"{change.path} is no longer there (moved or deleted since): nothing to move back.")
+        return file_move(filesystem=filesystem, path=change.path, new_path=change.old_path,
+                         base_version=change.after_version, author_kind=author_kind, author=author,
+                         message=f"Revert {label} (back to {change.old_path})")
+    except AlreadyExists as exc:
+        raise AlreadyExists(f"Cannot revert {label}: {exc.message}") from None
+
+
 def budgets_update(*, filesystem: FileSystem, file_tokens: int, always_loaded_tokens: int) -> FileSystem:
     """New budgets, refused if the live files would then break them."""
     if file_tokens < 1 or always_loaded_tokens < 1:
@@ -362,6 +403,6 @@ def filesystem_for_user(user) -> FileSystem:
 __all__ = [
     "MAX_FILE_BYTES", "OPS", "AlreadyExists", "AuthorKind", "Change", "MemoryDraft", "FileNotFound", "InvalidChange",
     "MemoryWriteError", "NothingChanged", "StaleVersion", "TokenCounter", "VerificationFailed", "budgets_update",
-    "changes_apply", "draft_verify", "file_delete", "filesystem_import", "file_move", "file_restore", "file_write", "filesystem_for_team",
+    "change_revert", "changes_apply", "draft_verify", "file_delete", "filesystem_import", "file_move", "file_restore", "file_write", "filesystem_for_team",
     "filesystem_for_user", "revision_revert",
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import history_views, views
 
 app_name = "memory"
 
@@ -19,6 +19,7 @@ urlpatterns = [
     path("<int:fs_id>/revisions/<int:revision_id>/", views.revision_detail, name="revision"),
     path("<int:fs_id>/revisions/<int:revision_id>/revert", views.revision_revert, name="revert"),
     path("<int:fs_id>/changes/<int:change_id>/restore", views.change_restore, name="restore"),
+    path("<int:fs_id>/changes/<int:change_id>/revert", history_views.change_revert, name="change-revert"),
     path("<int:fs_id>/settings", views.settings_view, name="settings"),
     path("<int:fs_id>/export.zip", views.export_zip, name="export"),
     path("<int:fs_id>/import", views.import_zip, name="import"),

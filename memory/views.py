@@ -30,6 +30,7 @@ from .context import context_for
 from .models import VIA_BROWSER, FileChange
 from .paths import SPECIAL, PathError, clean_path, folder_of, name_of
 from .rendering import render_file, render_markdown
+from .shared_budget import shared_budget, special_tokens_note
 
 TREE_PAGE_SIZE = 50
 HISTORY_PAGE_SIZE = 10  # each change shows its diff: ten keep the page light on a phone
@@ -84,9 +85,9 @@ def _budget_bar(item) -> str:
     so nothing needs escaping."""
     tokens, budget, percent = int(item.tokens), int(item.budget), int(item.percent)
     return mark_safe(  # noqa: S308 (integers and constants only)
-        f'<span class="budget" title="{tokens} of {budget} tokens{"" if item.tokens_exact else " (estimated)"}">\n'
+        f'<span class="budget" title="{tokens:,} of {budget:,} tokens{"" if item.tokens_exact else " (estimated)"}">\n'
         f'  <span class="bar{" over" if item.over else ""}"><span style="width: {percent}%"></span></span>\n'
-        f"  <small>{tokens} / {budget} tokens{'' if item.tokens_exact else _ESTIMATED}</small>\n</span>"
+        f"  <small>{tokens:,} / {budget:,} tokens{'' if item.tokens_exact else _ESTIMATED}</small>\n</span>"
     )
 
 
@@ -118,7 +119,7 @@ def _decorate(fs, files):
         item.percent = _bar(item.tokens, budget)
         item.over = item.tokens > budget
         item.name = name_of(item.path)
-        item.bar = _budget_bar(item)
+        item.bar = special_tokens_note(item) if item.path in SPECIAL else _budget_bar(item)
     return files
 
 
@@ -166,7 +167,8 @@ def tree(request, fs_id):
         parts = folder.rstrip("/").split("/")
         crumbs = [{"name": part, "dir": "/".join(parts[: i + 1]) + "/"} for i, part in enumerate(parts)]
     context.update({
-        "pinned": _decorate(fs, selectors.pinned(fs)) if not folder and not query else [],
+        "pinned": (pinned := _decorate(fs, selectors.pinned(fs)) if not folder and not query else []),
+        "shared": shared_budget(fs, pinned) if pinned else None,
         "page": page, "folders": folders, "folder": folder, "query": query, "crumbs": crumbs, "totals": totals,
     })
     template = "memory/tree.html#listing" if request.htmx else "memory/tree.html"
@@ -179,7 +181,8 @@ def file_view(request, fs_id, path):
     item = selectors.file_get(fs, path)
     context = _base(request, fs)
     who = request.GET.get("view") == "who"
-    context.update({"file": _decorate(fs, [item])[0], "special": item.path in SPECIAL, "who": who})
+    context.update({"file": _decorate(fs, [item])[0], "special": item.path in SPECIAL, "who": who,
+                    "shared": shared_budget(fs) if item.path in SPECIAL else None})
     if who:
         # "Who wrote this": each line with its author kind, linked to its revision and run.
         lines = blame.blame_file(fs, item)
@@ -303,7 +306,8 @@ def file_new(request, fs_id):
                                 index_description=description if add else None, create_only=True,
                                 source_kind=VIA_BROWSER)
         except services.MemoryWriteError as exc:
-            context.update({"error": exc, **_preview_context(request, fs, path=path, content=content, add_to_index=add)})
+            context.update({"error": exc, **_preview_context(request, fs, path=path, content=content, add_to_index=add),
+                            "index_hint": not add and any(v.kind == "unlinked" for v in getattr(exc, "violations", []))})
             return render(request, "memory/edit.html", context, status=exc.status)
         path = clean_path(path)
         messages.success(request, f"Created {path}" + (" and added it to the index." if add else "."))
@@ -367,11 +371,11 @@ def file_history(request, fs_id, path):
         raise Http404(f"{path} has no history.")
     style = "split" if request.GET.get("view") == "split" else "unified"
     diff_html.attach(list(page.object_list), style)
-    revision_url, revert_url = _id_urls("memory:revision", fs), _id_urls("memory:revert", fs)
+    revision_url, revert_url = _id_urls("memory:revision", fs), _id_urls("memory:change-revert", fs)
     restore_url = _id_urls("memory:restore", fs)
     for change in page.object_list:  # a {% url %} tag (or a reverse) per link costs several times more
         change.revision_url = revision_url(change.revision_id)
-        change.revert_url = revert_url(change.revision_id)
+        change.revert_url = revert_url(change.pk)  # this file's change only (history_views.change_revert)
         change.restore_url = restore_url(change.pk)
         change.header_html = _change_header(change, change.revision_url)
     context.update({"path": path, "page": page, "style": style, "history_url": reverse("memory:file-history", args=[fs.pk, path]),

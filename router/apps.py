@@ -36,19 +36,19 @@ class RouterConfig(AppConfig):
         )
         from .services.online_eval import JUDGE_ROUTE
 
-        routing.register_route(JUDGE_ROUTE, owner=self.label, user_facing=False,
+        routing.register_route(JUDGE_ROUTE, owner=self.label, user_facing=False, label="Quality checks of live answers",
                                description="Scores a sample of live calls for rollout guardrails.")
         variants.register({JUDGE_ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
-        routing.register_route(prompts.REFLECT_ROUTE, owner=self.label,
+        routing.register_route(prompts.REFLECT_ROUTE, owner=self.label, label="Prompt improvement",
                                description="The prompt optimizer's reflection: rewrites a prompt against failing eval cases.")
         variants.register({prompts.REFLECT_ROUTE: prompts.REFLECT_DESCRIPTIONS}, owner=self.label)
         self._triage()
         post_migrate.connect(routing.ensure_defaults_on_migrate, sender=self)
         navigation.register(
-            navigation.NavItem("models", "Models", "router:routes", permissions.can_view_team_usage, order=40)
+            navigation.NavItem("models", "Model routing", "router:routes", permissions.can_view_team_usage, order=40)
         )
         navigation.register(
-            navigation.NavItem("my-model", "My model", "router:my-model", permissions.can_choose_model_only, order=41)
+            navigation.NavItem("my-model", "Model choice", "router:my-model", permissions.can_choose_model_only, order=41)
         )
         home.register(home.Tile("rollouts", "router/home_rollouts.html", permissions.can_manage_models,
                                 selectors.home_rollouts, order=10))
@@ -80,7 +80,7 @@ class RouterConfig(AppConfig):
         from .services.evals import register_request_builder
         from .services.optimize import register_optimizable
 
-        routing.register_route(triage.ROUTE, owner=self.label, user_facing=False,
+        routing.register_route(triage.ROUTE, owner=self.label, user_facing=False, label="Support message sorting (example)",
                                description="The prompt optimizer's worked example: sorts a support message into "
                                            "reply, billing or security.")
         variants.register({triage.ROUTE: triage.DESCRIPTIONS}, owner=self.label)

@@ -4,7 +4,7 @@ from typing import cast
 from django import forms
 
 from .models import MAX_BUDGET, PromptVariant, Provider, Rollout, Route, Target, default_stages
-from .registry import user_facing_routes
+from .registry import label_of, user_facing_routes
 from .services.config import provider_check, target_check
 from .services.rollouts import parse_stages, stages_text
 
@@ -132,7 +132,7 @@ class ChoiceForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # Only the routes people choose models for: the product's plumbing is not theirs to route.
-        self.fields["route"].choices = [("", "All routes")] + [(name, name) for name in user_facing_routes()]
+        self.fields["route"].choices = [("", "All routes")] + [(name, label_of(name)) for name in user_facing_routes()]
 
 
 class StagesForm(forms.Form):

@@ -15,6 +15,8 @@ class RouteSpec:
     name: str
     description: str
     owner: str  # the app label that calls the route
+    # What people read for the route ("Action checks"); the name stays in a tooltip (route_label).
+    label: str = ""
     # False for the product's own plumbing (token counting, the judge, transcription): no one
     # chooses a model for it, so "My model" does not list it.
     user_facing: bool = True
@@ -23,12 +25,12 @@ class RouteSpec:
     evidence_only: bool = False
 
 
-def register_route(name: str, *, description: str, owner: str, user_facing: bool = True,
+def register_route(name: str, *, description: str, owner: str, label: str = "", user_facing: bool = True,
                    evidence_only: bool = False) -> RouteSpec:
     """Declare a route the app `owner` calls. Idempotent for the same owner; a second owner
     for one name is a programming error."""
-    spec = RouteSpec(name=name, description=description, owner=owner, user_facing=user_facing,
-                     evidence_only=evidence_only)
+    spec = RouteSpec(name=name, description=description, owner=owner, label=label or fallback_label(name),
+                     user_facing=user_facing, evidence_only=evidence_only)
     current = _ROUTES.get(name)
     if current is not None and current.owner != owner:
         raise ValueError(f"Route {name!r} is already registered by {current.owner!r}.")
@@ -43,6 +45,20 @@ def registered_routes() -> dict[str, RouteSpec]:
 def user_facing_routes() -> list[str]:
     """The routes a person may choose a model for ("My model"), by name."""
     return sorted(name for name, spec in _ROUTES.items() if spec.user_facing)
+
+
+def fallback_label(name: str) -> str:
+    """Words for a route no app labelled (or no longer registers): "memory.count_tokens" ->
+    "Memory: count tokens"."""
+    head, _, rest = name.partition(".")
+    words = rest.replace(".", " ").replace("_", " ")
+    return f"{head.replace('_', ' ').capitalize()}: {words}" if words else head.replace("_", " ").capitalize()
+
+
+def label_of(name: str) -> str:
+    """The human label of route `name`, registered or not."""
+    spec = _ROUTES.get(name)
+    return spec.label if spec else fallback_label(name)
 
 
 def evidence_only(name: str) -> bool:

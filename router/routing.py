@@ -38,7 +38,7 @@ from lindy import outages
 
 from . import variants
 from .models import ModelChoice, PromptVariant, Provider, ProviderBudget, Rollout, Route, Target
-from .registry import _ROUTES, RouteSpec, register_route, registered_routes, user_facing_routes  # noqa: F401  (the routing API)
+from .registry import _ROUTES, RouteSpec, label_of, register_route, registered_routes, user_facing_routes  # noqa: F401  (the routing API)
 
 VERSION_KEY = "router:table:version"
 TABLE_KEY = "router:table:{version}"

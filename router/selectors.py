@@ -44,10 +44,11 @@ def provider_rows() -> list[dict]:
         if binding.refusal:
             key_status = binding.refusal
         elif binding.key:
-            key_status = f"Sent only to the host {url_env_for(provider.api_key_env)} names."
+            key_status = "Sent only to the host its URL variable names."
         else:
             key_status = ""
-        rows.append({"provider": provider, "key_ok": not binding.refusal, "key_status": key_status})
+        rows.append({"provider": provider, "key_ok": not binding.refusal, "key_status": key_status,
+                     "url_env": url_env_for(provider.api_key_env) if provider.api_key_env else ""})
     return rows
 
 

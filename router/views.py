@@ -90,6 +90,7 @@ def _route_context(route, **forms):
         "optimization_form": forms.get("optimization_form") or OptimizationForm(route=route),
         "optimizations": OptimizationRun.objects.filter(route=route).select_related("target").defer("state")[:10],
         "offline": gateway.offline_mode(),
+        "evals_to_run": forms.get("evals_to_run") or [],
     }
 
 
@@ -166,7 +167,8 @@ def rollout_start(request, name: str):
     except MissingEvidence as exc:
         for line in exc.missing:
             form.add_error(None, line)
-        return _invalid(request, route, status=409, rollout_form=form)
+        # What is missing, each with the button that supplies it.
+        return _invalid(request, route, status=409, rollout_form=form, evals_to_run=exc.evals_to_run)
     except ValidationError as exc:
         form.add_error(None, exc)
         return _invalid(request, route, status=409, rollout_form=form)

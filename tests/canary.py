@@ -352,6 +352,8 @@ def plant(cast) -> tuple[Canaries, dict]:
             "share_id": share.pk, "alert_id": RatioAlert.objects.get(number=number).pk, "call_id": call.pk,
             "name@router/providers/": cheap_target().host.name, "action": "pause",
             "rollout_id": rollout_id(cast), "run_id@router/evals/": eval_run_id(cast),
-            "run_id@/api/router/evals/": eval_run_id(cast), "run_id@router/optimizations/": optimization_id(cast)}
+            "run_id@/api/router/evals/": eval_run_id(cast), "run_id@router/optimizations/": optimization_id(cast),
+            # The password-reset link's page, read with a link that no longer works (it holds no row).
+            "uidb64": "MQ", "token": "used-link"}
     assert analyst_candidate is not None
     return canaries, fill

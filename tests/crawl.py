@@ -96,3 +96,47 @@ def api_query_params(path: str) -> list[tuple[str, str]]:
     """(name, type) of each query parameter the OpenAPI document gives a GET of `path`."""
     params = openapi()["paths"][path]["get"].get("parameters", [])
     return [(p["name"], p.get("schema", {}).get("type", "")) for p in params if p.get("in") == "query"]
+
+
+# --- Following links as a person does, and reading what they see --------------------------------
+
+_HREF = re.compile(r'<a\b[^>]*?\bhref="(/[^"#?]*)(?:#[^"]*)?"', re.I)
+_NAV_HREF = re.compile(r'<a\b[^>]*?\bhref="(/[^"#?]*)"[^>]*\bdata-nav="([^"]+)"', re.I)
+# Not pages to read: sign-out, files (a contact card, exports), the API, Django's admin (an id is
+# its subject), and the machine endpoints.
+NOT_A_PAGE = re.compile(r"^/(admin/|api/|static/|accounts/logout|metrics|healthz|readyz|favicon)|\.(vcf|csv|json|ico|svg)$")
+
+
+def _shape(path: str) -> str:
+    """/tasks/12/ and /tasks/13/ are the same kind of page."""
+    return re.sub(r"\d+", "N", path)
+
+
+def nav_and_detail_paths(client: Client, *, per_page: int = 25) -> tuple[dict[str, str], list[str]]:
+    """The pages a person reaches: every nav item from home (key -> path), each nav page, and from
+    each nav page the first link of every kind of page below its section (/tasks/ -> /tasks/12/,
+    the first row of each list). Returns (nav, paths in visiting order, without repeats)."""
+    home = client.get("/").content.decode()
+    nav = {key: path for path, key in _NAV_HREF.findall(home) if not NOT_A_PAGE.search(path)}
+    paths, shapes = ["/"], {"/"}
+    for path in nav.values():
+        if path not in paths:
+            paths.append(path)
+            shapes.add(_shape(path))
+    for start in list(nav.values()):
+        response = client.get(start)
+        if response.status_code != 200:
+            continue
+        html = response.content.decode(errors="replace")
+        main = html[html.find("<main"):html.find("</main>")] if "<main" in html else html
+        section = "/" + start.strip("/").split("/")[0] + "/"
+        taken = 0
+        for link in _HREF.findall(main):
+            if NOT_A_PAGE.search(link) or not link.startswith(section) or _shape(link) in shapes:
+                continue
+            shapes.add(_shape(link))
+            paths.append(link)
+            taken += 1
+            if taken >= per_page:
+                break
+    return nav, paths

@@ -29,7 +29,7 @@ class ValidatorConfig(AppConfig):
 
         # evidence_only: the validator's model decides what reaches third parties, so its baseline and
         # rollouts move only on its eval set passing its gate; no superuser override applies.
-        register_route(ROUTE, owner=self.label, evidence_only=True,
+        register_route(ROUTE, owner=self.label, evidence_only=True, label="Action checks",
                        description="Checks an action's justification before it reaches a third party.")
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 
@@ -40,7 +40,7 @@ class ValidatorConfig(AppConfig):
         home.register(home.Tile("blocked-actions", "validator/home_tile.html", permissions.can_review_actions,
                                 home_tile, order=10))
         navigation.register(navigation.NavItem(
-            "metrics", "Metrics", "validator-stats", permissions.can_view_decision_stats, order=50,
+            "metrics", "Review statistics", "validator-stats", permissions.can_view_decision_stats, order=50,
         ))
         navigation.register(navigation.NavItem(
             "validator-cache", "Validator cost & alerts", "validator-cache", permissions.can_view_eval_matrix,

@@ -16,7 +16,7 @@ from .dispatch import bundle_dispatch, bundle_give_up, debounce_recover
 from .gate import opt_out_for
 from .media import attachment_transcribe
 from .outbound import typing_start, typing_stop, user_message_send
-from .pool import cap_reserve, healthiest_number, phone_normalize, profile_register, stat_add
+from .pool import cap_reserve, healthiest_number, number_day_record, phone_normalize, profile_register, stat_add
 from .slack import (
     slack_channel_joined,
     slack_channel_left,
@@ -36,6 +36,6 @@ __all__ = [
     "debounce_check", "debounce_fire", "debounce_recover", "healthiest_number", "inbound_event_store",
     "inbound_store", "linq_event_process", "phone_normalize", "profile_register", "ratio_alerts_check",
     "slack_channel_joined", "slack_channel_left", "slack_member_joined", "slack_member_left",
-    "slack_private_memory_set", "slack_team_memory_set", "stat_add", "twilio_inbound_process", "typing_start",
+    "slack_private_memory_set", "slack_team_memory_set", "stat_add", "number_day_record", "twilio_inbound_process", "typing_start",
     "typing_stop", "user_message_send", "webhook_event_claim",
 ]

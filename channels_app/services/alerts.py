@@ -7,7 +7,7 @@ channel, and acknowledged by support. Counts and ratios only: never a message bo
 from __future__ import annotations
 
 import logging
-from datetime import date
+from datetime import date, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from lindy.links import absolute_reverse
 from lindy.models import User
 from lindy.slack_client import web_client
 
@@ -39,12 +40,21 @@ def level_of(ratio: float) -> str | None:
     return next((level for level, threshold in thresholds() if ratio > threshold), None)
 
 
-def ratio_alerts_check(*, day: date | None = None) -> list[RatioAlert]:
-    """The beat job: raise or escalate each line's alert for the day. Running it again raises
-    nothing new. Returns the alerts raised or escalated."""
+# The beat job looks back this many days: a day whose last sends were counted by a worker that
+# died before raising its alert (or statistics written whole, number_day_record) is still alerted.
+CHECK_DAYS = 2
+# Support writes why it was acknowledged, or what was done about it.
+MAX_NOTE = 500
+
+
+def ratio_alerts_check(*, day: date | None = None, days: int = CHECK_DAYS) -> list[RatioAlert]:
+    """The beat job: raise or escalate each line's alert for each of the `days` days up to `day`
+    (one alert per line-day over a threshold). Running it again raises nothing new. Returns the
+    alerts raised or escalated."""
     day = day or timezone.localdate()  # the pool's day (pool.today)
     raised = []
-    for row in NumberDay.objects.filter(day=day, number__active=True).select_related("number"):
+    rows = NumberDay.objects.filter(day__gt=day - timedelta(days=max(days, 1)), day__lte=day, number__active=True)
+    for row in rows.select_related("number").order_by("day", "number_id"):
         level = level_of(row.ratio)
         if level is None:
             continue
@@ -92,15 +102,28 @@ def ratio_alert_raise(*, row: NumberDay, level: str) -> RatioAlert | None:
     return alert
 
 
-def ratio_alert_acknowledge(*, alert: RatioAlert, user) -> bool:
-    """Support has seen it. False when it was acknowledged already."""
+def ratio_alert_acknowledge(*, alert: RatioAlert, user, note: str = "") -> bool:
+    """Support has seen it, with an optional note (what was done, why it can wait). False when it
+    was acknowledged already (nothing changes). ValueError for a note over MAX_NOTE characters."""
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE:
+        raise ValueError(f"The note may be at most {MAX_NOTE} characters; it has {len(note)}.")
     now = timezone.now()
     done = RatioAlert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(
-        acknowledged_at=now, acknowledged_by=user
+        acknowledged_at=now, acknowledged_by=user, acknowledge_note=note
     )
     if done:
-        alert.acknowledged_at, alert.acknowledged_by = now, user
+        alert.acknowledged_at, alert.acknowledged_by, alert.acknowledge_note = now, user, note
     return bool(done)
+
+
+def next_step(level: str) -> str:
+    """What support does next about an alert at `level`, in words."""
+    if level == CRITICAL:
+        return ("The line's unprompted sends are stopped. Find what sent them (a campaign, a loop of follow-ups) "
+                "and pause it; move users off the line if it stays critical tomorrow. Acknowledge with what you did.")
+    return (f"Look at what the line sent today and slow unprompted follow-ups before it reaches "
+            f"{settings.CHANNELS_RATIO_CRITICAL} sent per received, where its unprompted sends stop.")
 
 
 # --- Telling people -------------------------------------------------------------------------------
@@ -114,9 +137,9 @@ def support_emails() -> list[str]:
 def alert_text(alert: RatioAlert) -> tuple[str, str]:
     """Subject and body: the line, its figures, what the gate does about it. No message content."""
     number = alert.number
-    name = f"{number.label} ({number.phone})" if number.label else number.phone
+    name = f"{number.line_name} ({number.phone})"
     level = alert.get_level_display()
-    subject = f"[Lindy] {level}: line {name} at {alert.ratio} sent per received on {alert.day}"
+    subject = f"[Lindy] {level}: {name} at {alert.ratio} sent per received on {alert.day}"
     consequence = (
         "Unprompted sends from this line are stopped; replies to people who just texted still go."
         if alert.level == CRITICAL else
@@ -125,7 +148,8 @@ def alert_text(alert: RatioAlert) -> tuple[str, str]:
     body = (
         f"{level}: the line {name} has sent {alert.sent} messages and received {alert.received} on {alert.day}, "
         f"a send/receive ratio of {alert.ratio} (the {level.lower()} threshold is {alert.threshold}).\n"
-        f"{consequence}\nAcknowledge it on the channel health page: /channels/health/"
+        f"{consequence}\nNext step: {next_step(alert.level)}\n"
+        f"Acknowledge it on the channel health page: {absolute_reverse('channel-health', fragment=f'alert-{alert.pk}')}"
     )
     return subject, body
 

@@ -53,6 +53,22 @@ def stat_add(*, number: SendingNumber | None, field: str, amount: int = 1, day: 
         _alert_on_write(row.pk)
 
 
+def number_day_record(*, number: SendingNumber, day: date, sent: int, received: int, fallbacks: int = 0,
+                      capped: int = 0) -> NumberDay:
+    """Write a line's statistics for a whole day at once (a day's figures from the provider's
+    records, the demo's two weeks): the row takes these counts, and the line-day's alert is raised
+    (or escalated) at once when they put it over a threshold, so a line critical for nine days has
+    nine alerts, not one for the day the beat job happened to look at."""
+    for name, value in (("sent", sent), ("received", received), ("fallbacks", fallbacks), ("capped", capped)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number of messages, not {value!r}")
+    row = _day_row(number, day)
+    NumberDay.objects.filter(pk=row.pk).update(sent=sent, received=received, fallbacks=fallbacks, capped=capped)
+    row.sent, row.received, row.fallbacks, row.capped = sent, received, fallbacks, capped
+    _alert_on_write(row.pk)
+    return row
+
+
 def _alert_on_write(row_id: int) -> None:
     """Only a send can raise a line's ratio: the line's alert is raised as the send is counted,
     not 15 minutes later at the beat job's next check (which stays, for days it missed).

@@ -12,11 +12,11 @@ def ready(label: str) -> None:
     from .. import selectors as drafting_selectors
     from . import evals, offline, permissions, prompts, selectors, tasks  # noqa: F401  (offline rules; tasks by name)
 
-    register_route(prompts.INIT_ROUTE, owner=label,
+    register_route(prompts.INIT_ROUTE, owner=label, label="Draft learning: first context",
                    description="Composes a user's first context document from their answered threads (then gated).")
-    register_route(prompts.PROPOSE_ROUTE, owner=label,
+    register_route(prompts.PROPOSE_ROUTE, owner=label, label="Draft learning: proposing edits",
                    description="Proposes an edit to a user's context document from draft/sent pairs.")
-    register_route(prompts.JUDGE_ROUTE, owner=label,
+    register_route(prompts.JUDGE_ROUTE, owner=label, label="Draft learning: judging drafts",
                    description="Judges which of two drafts is closer to the email the user really sent.")
     prompts.register()
     # The judge and the proposer are measured and optimized with the learner's own builders.
@@ -31,6 +31,6 @@ def ready(label: str) -> None:
                     "(LINDY_LEARNER_PAIRS_PER_RUN), within the daily floor and ceiling.",
     ))
     navigation.register(navigation.NavItem(
-        "learner", "Context learner", "drafting-learner", permissions.can_view_learner, order=46,
+        "learner", "Draft learning", "drafting-learner", permissions.can_view_learner, order=46,
     ))
     drafting_selectors.register_proposal_counts(selectors.proposal_counts)

@@ -21,9 +21,11 @@ UNEVALUATED_CANDIDATE = "unevaluated_candidate"
 class MissingEvidence(ValidationError):
     """The evidence a rollout needs is not there; `missing` names each piece."""
 
-    def __init__(self, missing: list[str]):
+    def __init__(self, missing: list[str], evals_to_run: list[tuple[Target, str]] | None = None):
         super().__init__("No offline evidence for this rollout: " + " ".join(missing), code=MISSING_EVIDENCE)
         self.missing = missing
+        # (target, prompt variant) whose offline eval would supply a missing piece: one button each.
+        self.evals_to_run = evals_to_run or []
 
 
 def thresholds() -> dict:
@@ -74,6 +76,7 @@ def latest_finished(route: Route, target_id: int, variant: str) -> EvalRun | Non
 @dataclass
 class Evidence:
     missing: list[str] = field(default_factory=list)
+    evals_to_run: list[tuple[Target, str]] = field(default_factory=list)
     candidate_run: EvalRun | None = None
     baseline_run: EvalRun | None = None
 
@@ -101,18 +104,22 @@ def rollout_evidence(*, route: Route, target: Target, variant: str) -> Evidence:
     if run is None:
         evidence.missing.append(f"No finished offline eval of {triple}: run one "
                                 f"(POST /api/router/routes/{route.name}/evals).")
+        evidence.evals_to_run.append((target, variant))
     else:
         failures = run_failures(run)
         if failures:
             evidence.missing.append(f"The latest eval of {triple} did not pass: {'; '.join(failures)}.")
+            evidence.evals_to_run.append((target, variant))
     base = latest_finished(route, route.baseline_id, route.baseline_variant)
     evidence.baseline_run = base
     baseline = f"the baseline {route.baseline.name} with prompt variant {route.baseline_variant!r}"
     if base is None or base.status != EvalRun.Status.DONE or base.score is None:
         evidence.missing.append(f"No finished offline eval of {baseline} to compare with: run one.")
+        evidence.evals_to_run.append((route.baseline, route.baseline_variant))
     elif stood_in(base):
         evidence.missing.append(f"The latest eval of {baseline} (run {base.pk}) was answered by the offline rules: "
                                 "run it again against the model.")
+        evidence.evals_to_run.append((route.baseline, route.baseline_variant))
     elif run is not None and run.score is not None:
         margin = settings.ROUTER_EVAL_BASELINE_MARGIN
         if run.score < base.score - margin:

@@ -131,7 +131,7 @@ def rollout_start(
     override_reason = (override_reason or "").strip()
     if not evidence.ok:
         if not override_reason:
-            raise MissingEvidence(evidence.missing)
+            raise MissingEvidence(evidence.missing, evidence.evals_to_run)
         refusal = unevaluated_candidate(route=route, target=candidate, variant=candidate_variant)
         if refusal:
             raise ValidationError(refusal, code=UNEVALUATED_CANDIDATE)

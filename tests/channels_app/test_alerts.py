@@ -147,7 +147,7 @@ def test_support_acknowledges_on_the_health_page(cast, django_assert_max_num_que
     alert = RatioAlert.objects.create(number=line, day=timezone.localdate(), level="critical", ratio=12.0, sent=12,
                                       received=1, threshold=10.0)
     support = client_for(cast.support)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(16):
         page = support.get("/channels/health/")
     assert f'id="alert-{alert.pk}"' in page.content.decode() and "Acknowledge" in page.content.decode()
     url = f"/channels/health/alerts/{alert.pk}/acknowledge/"

@@ -121,7 +121,7 @@ def test_health_dashboard_for_support_only_without_bodies(cast, django_assert_ma
     OutboundMessage.objects.create(user=cast.member, number=hot, channel="imessage", status="sent",
                                    body="SECRET BODY TEXT")
     support = client_for(cast.support)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(16):
         page = support.get("/channels/health/")
     assert page.status_code == 200
     html = page.content.decode()
@@ -146,14 +146,17 @@ def test_ratio_series_and_thresholds_are_settings(cast):
 
 def test_beat_job_raises_one_alert_per_line_and_day(cast):
     hot, calm = _traffic()
+    today = timezone.localdate()
     raised = services.ratio_alerts_check()
-    assert {(a.number.phone, a.level) for a in raised} == {(hot.phone, "critical")}  # at its highest level
+    # Today and yesterday (a day whose last sends raised nothing is still alerted), at the highest level.
+    assert {(a.number.phone, a.level, a.day) for a in raised} == {
+        (hot.phone, "critical", today), (hot.phone, "critical", today - timedelta(days=1))}
     assert services.ratio_alerts_check() == []  # idempotent
-    NumberDay.objects.filter(number=calm, day=timezone.localdate()).update(sent=25)  # 2.5 > 2
+    NumberDay.objects.filter(number=calm, day=today).update(sent=25)  # 2.5 > 2
     assert [(a.number, a.level) for a in services.ratio_alerts_check()] == [(calm, "warn")]
-    assert RatioAlert.objects.count() == 2
+    assert RatioAlert.objects.count() == 3
     page = client_for(cast.support).get("/channels/health/")
-    assert page.content.decode().count("(&gt; ") == 2
+    assert page.content.decode().count("data-next-step") == 3
 
 
 def test_beat_entries_are_registered(db):
@@ -174,3 +177,22 @@ def test_demo_seed_is_idempotent(db):
     over = [row["number"].phone for row in selectors.numbers_over_threshold()]
     assert over == ["+13125550105"]
     assert SlackChannel.objects.filter(team__name="Acme").count() == 3
+
+
+def test_an_htmx_memory_switch_says_what_it_did_with_its_response(cast):
+    """Issue 35 part 1: the row is swapped in place and the outcome comes with that response."""
+    import json
+
+    public = SlackChannelFactory(team=cast.team, name="general", use_for_team_memory=True)
+    private = SlackChannelFactory(team=cast.team, name="deals", is_private=True)
+    share = SlackChannelShare.objects.create(channel=private, user=cast.member)
+    hx = {"HTTP_HX_REQUEST": "true"}
+
+    team = client_for(cast.admin).post(f"/channels/slack/{public.pk}/team-memory/", {"enabled": "0"}, **hx)
+    assert team.status_code == 200 and "<html" not in team.content.decode()
+    assert json.loads(team["HX-Trigger"])["lindy:messages"]["messages"] == [
+        {"level": "success", "text": "#general: team memory off."}]
+    mine = client_for(cast.member).post(f"/channels/slack/shares/{share.pk}/memory/", {"enabled": "1"}, **hx)
+    assert mine.status_code == 200
+    assert json.loads(mine["HX-Trigger"])["lindy:messages"]["messages"] == [
+        {"level": "success", "text": "#deals: your memory on."}]

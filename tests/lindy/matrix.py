@@ -19,6 +19,16 @@ CASES = [
     Case("", "GET", "/", page(200)),
     Case("accounts/login/", "GET", "/accounts/login/", everyone(302, anonymous=200)),
     Case("accounts/logout/", "POST", "/accounts/logout/", everyone(302), json=False),
+    # Forgot password: open to anyone (Django's views); an unknown address is sent on like a known one.
+    Case("accounts/password-reset/", "GET", "/accounts/password-reset/", everyone(200)),
+    Case("accounts/password-reset/", "POST", "/accounts/password-reset/", everyone(302),
+         body={"email": "nobody@nowhere.example"}, json=False),
+    Case("accounts/password-reset/sent/", "GET", "/accounts/password-reset/sent/", everyone(200)),
+    Case("accounts/reset/<uidb64>/<token>/", "GET", "/accounts/reset/MQ/not-a-token/", everyone(200)),
+    Case("accounts/reset/done/", "GET", "/accounts/reset/done/", everyone(200)),
+    # One's own profile (the display name): every signed-in person, their own row only.
+    Case("accounts/profile/", "GET", "/accounts/profile/", page(200)),
+    Case("accounts/profile/", "POST", "/accounts/profile/", page(302), body={"name": "A. Person"}, json=False),
     Case("tasks/", "GET", "/tasks/", WORKSPACE),
     Case("tasks/<int:task_id>/", "GET", lambda cast: f"/tasks/{private_task(cast)}/", OWN_ONLY),
     Case("meetings/", "GET", "/meetings/", WORKSPACE),

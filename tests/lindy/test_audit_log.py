@@ -67,7 +67,7 @@ def test_audit_page_lists_a_role_change_a_memory_switch_and_a_rollout_with_their
     seen = client_for(cast.admin).get("/audit/").content.decode()
     assert "Membership changed" in seen and "Slack channel team memory set" in seen
     assert "Rollout started" not in seen
-    assert "<code>use_for_team_memory</code>: <span class=\"muted\">False</span> → True" in seen
+    assert "<code>use_for_team_memory</code>: <span class=\"muted\">no</span> → yes" in seen
 
     # Another team's admin sees none of them.
     other = client_for(cast.other_admin).get("/audit/").content.decode()

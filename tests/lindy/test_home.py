@@ -42,7 +42,8 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
 
     # A team member: their blocked actions (the count is theirs), both memories with the verifier's
     # verdict, the last run and the next slot of each.
-    html = _home(member, django_assert_max_num_queries, 18)
+    # (22: the tiles, plus the first-minute checklist's one query per step and the Gmail link's.)
+    html = _home(member, django_assert_max_num_queries, 22)
     assert _tiles(html) == ["blocked-actions", "memory"]
     waiting = Decision.objects.filter(user=member, status=Decision.Status.BLOCKED).count()
     assert waiting > 0 and f"<strong data-blocked-count>{waiting}</strong>" in html
@@ -58,7 +59,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
     assert "Hello," not in html and "member of Acme" in html
 
     # A team admin: the same questions, about themself (not their members' blocked actions).
-    html = _home(admin, django_assert_max_num_queries, 18)
+    html = _home(admin, django_assert_max_num_queries, 22)
     assert _tiles(html) == ["blocked-actions", "memory"]
     mine = Decision.objects.filter(user=admin, status=Decision.Status.BLOCKED).count()
     expected = f"<strong data-blocked-count>{mine}</strong>" if mine else 'data-blocked-count="0"'
@@ -66,7 +67,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
     assert "(read only)" not in html and "admin of Acme" in html
 
     # Another team's admin: nothing of Acme's.
-    html = _home(globex, django_assert_max_num_queries, 18)
+    html = _home(globex, django_assert_max_num_queries, 22)
     acme_fs = FileSystem.objects.filter(team=ctx.teams["Acme"]).values_list("pk", flat=True)
     assert all(f'data-fs="{pk}"' not in html for pk in acme_fs)
     assert all(f"/validator/decisions/{pk}/" not in html

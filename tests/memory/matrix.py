@@ -59,6 +59,9 @@ CASES = [
     Case("memory/<int:fs_id>/changes/<int:change_id>/restore", "POST",
          lambda c: (lambda fs, rev: f"/memory/{fs}/changes/{_change_id(rev)}/restore")(*team_file(c)),
          page(404, member=403, admin=302), json=False),
+    Case("memory/<int:fs_id>/changes/<int:change_id>/revert", "POST",
+         lambda c: (lambda fs, rev: f"/memory/{fs}/changes/{_change_id(rev)}/revert")(*team_file(c)),
+         page(404, member=403, admin=302), json=False),
     Case("memory/<int:fs_id>/export.zip", "GET", lambda c: f"/memory/{team_fs(c)}/export.zip", TEAM_READ),
     Case("memory/<int:fs_id>/import", "GET", lambda c: f"/memory/{team_fs(c)}/import", TEAM_EDIT),
     Case("memory/<int:fs_id>/settings", "GET", lambda c: f"/memory/{team_fs(c)}/settings", TEAM_READ),  # budgets: read by members, changed by admins

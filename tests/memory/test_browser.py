@@ -46,8 +46,8 @@ def test_admin_edits_diffs_and_reverts_a_team_file(browser_page):
     diff = page.locator("article.change").first
     assert "-We always deploy to staging before prod." in diff.locator(".del").inner_text()
     assert "+We deploy straight to prod on Fridays." in diff.locator(".add").inner_text()
-    diff.locator('[data-action="revert-revision"]').click()
-    page.wait_for_selector("text=Reverted revision")
+    diff.locator('[data-action="revert-change"]').click()  # this file's change only
+    page.wait_for_selector("text=Reverted procedures/deploy.md")
     page.goto(file_url)
     assert "staging before prod" in page.inner_text("[data-rendered]")
     assert MemoryFile.objects.get(filesystem=fs, path="procedures/deploy.md").content == ORIGINAL

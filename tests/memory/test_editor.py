@@ -72,7 +72,7 @@ def test_the_preview_counts_tokens_and_runs_the_verifier_on_the_text_as_saved(ca
     with django_assert_max_num_queries(12):
         ok = client.post(f"/memory/{fs.pk}/preview", {"path": file.path, "content": MINE},
                          HTTP_HX_REQUEST="true").content.decode()
-    assert 'data-tokens="' in ok and f"/ {fs.file_token_budget} tokens" in ok and "est." in ok
+    assert 'data-tokens="' in ok and f"/ {fs.file_token_budget:,} tokens" in ok and "est." in ok
     assert 'data-check-verifier="pass"' in ok and "<h1>Deploys</h1>" in ok
     # Over the file's budget: the verifier's own words, before saving.
     big = "word " * (fs.file_token_budget * 2)

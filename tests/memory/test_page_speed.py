@@ -126,9 +126,10 @@ def test_file_history_diffs_are_rendered_once_per_change(cast, monkeypatch):
     change = fs.changes.filter(path="people/jane.md").order_by("-pk").first()
     admin = _page(client_for(cast.admin), url)  # who may edit sees revert and restore forms on each change
     assert f'<a href="/memory/{fs.pk}/revisions/{change.revision_id}/">revision {change.revision_id}</a>' in admin
-    assert f'action="/memory/{fs.pk}/revisions/{change.revision_id}/revert"' in admin
+    # Revert on a file's history undoes that file's change only (issue 35); the revision's page reverts it whole.
+    assert f'action="/memory/{fs.pk}/changes/{change.pk}/revert"' in admin
+    assert f'action="/memory/{fs.pk}/revisions/{change.revision_id}/revert"' not in admin
     assert f'action="/memory/{fs.pk}/changes/{change.pk}/restore"' in admin
-    assert f'name="next" value="/memory/{fs.pk}/history/people/jane.md"' in admin
 
 
 def test_file_history_pages_by_ten_with_a_count_kept_per_revision(cast):

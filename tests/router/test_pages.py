@@ -1,5 +1,6 @@
 """Models pages: who sees what, the buttons, forms with bad input, bounded queries."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -99,6 +100,13 @@ def test_start_rollout_from_the_route_page(cast):
     assert refused.status_code == 409 and not Rollout.objects.exists()
     assert "No finished offline eval of email.draft on deepseek-v4-flash-atlas with prompt variant" in page
     assert 'id="evidence-rule"' in page and "no worse than the latest eval of the baseline" in page
+    # Each missing eval has its button: the candidate's and the baseline's, and pressing one starts it.
+    buttons = re.findall(r'<form method="post" action="/router/routes/email.draft/evals/".*?name="target" value="(\d+)">'
+                         r'<input type="hidden" name="variant" value="([^"]+)">', page, re.S)
+    assert buttons == [(str(target.pk), "flash-tuned"), (str(email.baseline_id), email.baseline_variant)]
+    started = client.post("/router/routes/email.draft/evals/", {"target": buttons[0][0], "variant": buttons[0][1]})
+    run = EvalRun.objects.get(route=email, target=target, variant="flash-tuned")
+    assert started.status_code == 302 and started["Location"] == f"/router/evals/{run.pk}/"
     offline_evidence(email, target, "flash-tuned")
     response = client.post("/router/routes/email.draft/rollouts/", form)
     rollout = Rollout.objects.get()

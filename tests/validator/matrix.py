@@ -5,6 +5,14 @@ from tests.role_matrix import SUPERUSER_PAGE, TEAM_ADMIN_PAGE, Case, api, page
 from tests.validator.test_views import blocked_payment
 
 
+def sent_message(cast) -> int:
+    """A message the assistant sent the member of the Acme team (recorded as sent)."""
+    from agent.models import OutboxEntry
+
+    return OutboxEntry.objects.create(team=cast.team, user=cast.member, tool="reply_to_user", adapter="user_channel",
+                                      arguments={"body": "Done."}, status=OutboxEntry.Status.SENT).pk
+
+
 def decision(cast) -> int:
     return blocked_payment(cast).pk
 
@@ -59,6 +67,9 @@ CASES = [
          lambda c: f"/validator/evals/candidates/{candidate(c)}/review/", page(404, admin=302, superuser=302, support_admin=404),
          body={"decision": "reject"}, json=False),
     Case("validator/outbox/", "GET", "/validator/outbox/", page(200, support=404, superuser=404)),
+    # Another person's message is 404; for its owner a message that was never failed is refused with a message.
+    Case("validator/outbox/<int:entry_id>/resend/", "POST", lambda c: f"/validator/outbox/{sent_message(c)}/resend/",
+         page(404, member=302), json=False),
     Case("api/validator/check", "POST", "/api/validator/check", api(200, support=404, superuser=404), body=CHECK_BODY),
     Case("api/validator/decisions", "GET", "/api/validator/decisions?status=blocked", api(200)),
     Case("api/validator/outbox", "GET", "/api/validator/outbox?status=recorded", api(200)),
