@@ -84,6 +84,40 @@ def build(files: int):
     return fs, admin, build_seconds
 
 
+def personal(files: int):
+    """A member of a new team and their own memory of `files` files; and `meetings(n, tag)`, which
+    gives them n new meetings (a hydration source). For the hydration and agent CPU benches."""
+    from django.utils import timezone
+
+    from lindy import services as lindy_services
+    from lindy.models import Membership, Team, User
+    from memory import services
+    from memory.models import FileSystem
+    from memory.services import Change
+
+    stamp = time.time_ns()
+    team = Team.objects.create(name=f"Personal bench {stamp}")
+    user = User.objects.create_user(email=f"personal-{stamp}@example.test", password="bench-pw")
+    lindy_services.membership_set(team=team, user=user, role=Membership.Role.MEMBER)
+    fs = services.filesystem_for_user(user)
+    FileSystem.objects.filter(pk=fs.pk).update(always_loaded_token_budget=10_000_000)
+    fs.refresh_from_db()
+    others = files - 2
+    index = "# Index\n\n" + "".join(f"- [{path_for(n)}]({path_for(n)})\n" for n in range(0, others, 2))
+    master = "# Master\n\n" + "".join(f"- [{path_for(n)}]({path_for(n)})\n" for n in range(1, others, 2))
+    changes = [Change("create", path_for(n), content=f"# File {n}\n\n{PARAGRAPH}") for n in range(others)]
+    changes += [Change("write", "index.md", content=index), Change("create", "master.md", content=master)]
+    services.changes_apply(filesystem=fs, changes=changes, author_kind="system", message="Bench build")
+
+    def meetings(n: int, tag: str):
+        for i in range(n):
+            lindy_services.meeting_create(
+                team=team, owner=user, title=f"{tag} sync {i}", occurred_at=timezone.now(),
+                notes=f"We always check item {tag}-{i} before release. Jane Park joined Initech as CTO {i}.")
+
+    return fs, user, meetings
+
+
 def verifier_times(fs, runs: int) -> dict:
     from memory import selectors
     from memory.models import MemoryFile

@@ -40,28 +40,34 @@ def memory_channels_for_user(user) -> QuerySet[SlackChannel]:
     ).distinct()
 
 
-def _feeds(channels, members: dict[int, dict[str, int]]) -> list[SlackMemoryChannel]:
+def _rows(channels) -> list[SlackChannel]:
+    return list(channels.select_related("installation").order_by("channel_id"))
+
+
+def _feeds(rows: list[SlackChannel], members: dict[int, dict[str, int]]) -> list[SlackMemoryChannel]:
     return [SlackMemoryChannel(channel_id=c.channel_id, name=c.name, slack_team_id=c.slack_team_id,
                                installation_id=c.installation_id,
                                bot_token=c.installation.bot_token if c.installation else "",
                                members=members.get(c.pk, {}))
-            for c in channels.select_related("installation").order_by("channel_id")]
+            for c in rows]
 
 
 def memory_feeds_for_team(team) -> list[SlackMemoryChannel]:
     """What hydration reads for a team's memory (registered in lindy.seams by apps.py). A team
     memory's messages speak for the team: no members needed."""
-    return _feeds(memory_channels_for_team(team), {})
+    return _feeds(_rows(memory_channels_for_team(team)), {})
 
 
 def memory_feeds_for_user(user) -> list[SlackMemoryChannel]:
     """What hydration reads for a user's memory, with who shares each channel (whose words)."""
-    channels = memory_channels_for_user(user)
+    rows = _rows(memory_channels_for_user(user))
+    if not rows:  # most people share none: one query, not two
+        return []
     members: dict[int, dict[str, int]] = {}
-    for channel_id, slack_id, user_id in (SlackChannelShare.objects.filter(channel__in=channels)
+    for channel_id, slack_id, user_id in (SlackChannelShare.objects.filter(channel__in=[c.pk for c in rows])
                                           .exclude(slack_user_id="").values_list("channel_id", "slack_user_id", "user_id")):
         members.setdefault(channel_id, {})[slack_id] = user_id
-    return _feeds(channels, members)
+    return _feeds(rows, members)
 
 
 def team_channels(team) -> QuerySet[SlackChannel]:

@@ -93,13 +93,16 @@ def task_event_add(
     """Append an event; the sequence number is taken under a row lock so concurrent writers
     never share one."""
     with transaction.atomic():
-        locked = AgentTask.objects.select_for_update().get(pk=task.pk)
-        last = locked.events.aggregate(last=Max("seq"))["last"] or 0
+        # Stamping the task locks its row (as SELECT ... FOR UPDATE would) in the same statement:
+        # the next writer waits here, then reads the sequence with this event in it.
+        now = timezone.now()
+        if not AgentTask.objects.filter(pk=task.pk).update(updated_at=now):
+            raise AgentTask.DoesNotExist(f"AgentTask {task.pk} does not exist.")
+        last = TaskEvent.objects.filter(task_id=task.pk).aggregate(last=Max("seq"))["last"] or 0
         event = TaskEvent.objects.create(
-            task=locked, seq=last + 1, actor=actor, name=name, content=content,
-            tool_name=tool_name, tool_arguments=tool_arguments, created_at=created_at or timezone.now(),
+            task_id=task.pk, seq=last + 1, actor=actor, name=name, content=content,
+            tool_name=tool_name, tool_arguments=tool_arguments, created_at=created_at or now,
         )
-        AgentTask.objects.filter(pk=task.pk).update(updated_at=timezone.now())
     return event
 
 

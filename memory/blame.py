@@ -192,9 +192,16 @@ def _lines(fs: FileSystem, content: str, attributed: Attributed | None, revision
         # The history does not end in the live text: attribute nothing rather than guess.
         attributed = [(line, None) for line in current]
     result = []
+    # A revision wrote many lines: its author and label are worked out once (a label is a date in
+    # the local time zone, which costs more than the rest of the line).
+    authors: dict[int | None, tuple[str, str]] = {}
     for number, (text, revision_id) in enumerate(attributed, start=1):
         revision = revisions.get(revision_id) if revision_id is not None else None
-        result.append(BlamedLine(number, text, revision, author_kind(revision, fs), author_label(revision, fs)))
+        key = revision.pk if revision is not None else None
+        author = authors.get(key)
+        if author is None:
+            author = authors[key] = (author_kind(revision, fs), author_label(revision, fs))
+        result.append(BlamedLine(number, text, revision, *author))
     return result
 
 

@@ -18,6 +18,8 @@ from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from lindy import bulk
+
 from . import links
 from .draft import (
     MAX_FILE_BYTES,
@@ -158,15 +160,22 @@ def _write(fs: FileSystem, draft: MemoryDraft, revision: Revision) -> None:
         MemoryFile.objects.filter(pk__in=moved).update(path=Concat(Value("~moving/"), Cast(F("pk"), output_field=CharField())))
     if to_update:
         now = timezone.now()  # bulk_update does not stamp auto_now fields
-        for row in to_update:
-            row.updated_at = now
-        MemoryFile.objects.bulk_update(to_update, ["path", "folder", "content", "version", "size", "tokens",
-                                                   "tokens_exact", "updated_at"])
+        if bulk.supported():  # one UPDATE from arrays, not a CASE per field and row
+            bulk.rows_update(MemoryFile, [row.pk for row in to_update],
+                             {name: [getattr(row, name) for row in to_update] for name in _UPDATED},
+                             same={"updated_at": now})
+        else:
+            for row in to_update:
+                row.updated_at = now
+            MemoryFile.objects.bulk_update(to_update, [*_UPDATED, "updated_at"])
     MemoryFile.objects.bulk_create(to_create, batch_size=500)
     for record in draft.records:
         record.revision = revision
         record.filesystem = fs
     FileChange.objects.bulk_create(draft.records, batch_size=500)
+
+
+_UPDATED = ["path", "folder", "content", "version", "size", "tokens", "tokens_exact"]
 
 
 def _row(fs: FileSystem, path: str, live: DraftFile, pk: int | None = None) -> MemoryFile:

@@ -9,6 +9,7 @@ clause, nothing but a clause's end or a joining word ("and", "then") after it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ _WRAPPED_VALUE = re.compile(r"[\"'<(\[]*(?:mailto:)?([\w.+'-]+@[\w-]+(?:\.[\w-]+
 def unwrap_values(text: str) -> str:
     """`text` with addresses out of their quotes, brackets and mailto:, and channels without their
     #: "email 'jane@x.test'" and "email jane@x.test", "#general" and "general" read alike."""
+    if "@" not in text and "#" not in text:  # nothing _WRAPPED_VALUE can match (most memory lines)
+        return text
     return _WRAPPED_VALUE.sub(lambda m: m.group(1) or "", text)
 
 
@@ -62,12 +65,25 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|;\s*")
 _CONTRAST = re.compile(r",?\s*\b(?:but|however)\b\s*,?\s*|,\s*(?=not\b)")
 
 
+_SPACES = re.compile(r"[^\S\n]+")
+_LINE_BREAK = re.compile(r"\s*\n\s*")
+
+
 def normalise(text: str) -> str:
     """NFKC, case-folded, curly quotes straightened, whitespace collapsed (a line break stays one:
     it ends a sentence)."""
-    text = unicodedata.normalize("NFKC", text or "").translate(_QUOTES)
-    text = re.sub(r"\s*\n\s*", "\n", re.sub(r"[^\S\n]+", " ", text))
+    text = text or ""
+    if not text.isascii():  # ASCII is its own NFKC form
+        text = unicodedata.normalize("NFKC", text)
+    text = _LINE_BREAK.sub("\n", _SPACES.sub(" ", text.translate(_QUOTES)))
     return text.strip().casefold()
+
+
+@functools.lru_cache(maxsize=1024)
+def _needle_pattern(needle: str) -> re.Pattern:
+    # A space in the quote matches a line break in the text (a quote cannot show one).
+    body = re.escape(needle).replace(r"\ ", r"[ \n]")
+    return re.compile(r"(?<![\w@.-])" + body + r"(?![\w@-]|\.\w)")
 
 
 def word_spans(needle: str, haystack: str) -> list[tuple[int, int]]:
@@ -75,10 +91,9 @@ def word_spans(needle: str, haystack: str) -> list[tuple[int, int]]:
     "send" is not in "sender", nor "jane@initech.test" in "jane@initech.test.evil.io"."""
     if not needle:
         return []
-    # A space in the quote matches a line break in the text (a quote cannot show one).
-    body = re.escape(needle).replace(r"\ ", r"[ \n]")
-    pattern = re.compile(r"(?<![\w@.-])" + body + r"(?![\w@-]|\.\w)")
-    return [(m.start(), m.end()) for m in pattern.finditer(haystack)]
+    if needle not in haystack and "\n" not in haystack:
+        return []  # without a line break in the haystack, a match is the needle itself
+    return [(m.start(), m.end()) for m in _needle_pattern(needle).finditer(haystack)]
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,11 @@ class EvidenceCheck:
 
 
 def _placement(needle: str, text: str, tool: str) -> list[tuple[bool, negation.Negation | None]]:
-    """For each word-bounded occurrence of `needle` in `text` (normalised): whole clause? negated?"""
+    """For each word-bounded occurrence of `needle` in `text` (normalised): whole clause? negated?
+    `needle` is unwrapped already (clauses.unwrap_values, once per quote)."""
     found = []
     # An address in quotes or brackets, a channel with or without its #: the same words.
-    needle, text = clauses.unwrap_values(needle), clauses.unwrap_values(text)
+    text = clauses.unwrap_values(text)
     for start, end in clauses.word_spans(needle, text):
         segment = clauses.segment_of(text, start, end)
         found.append((clauses.is_whole_clause(text, start, end),
@@ -212,7 +213,7 @@ def check(justification: str, history: list[dict], documents=(), tool: str = "")
     across two events are not found."""
     results = []
     for quote in extract_quotes(justification):
-        needle = clauses.normalise(quote)
+        needle = clauses.unwrap_values(clauses.normalise(quote))
         sources = _task_sources(needle, history, tool) + _memory_sources(needle, documents, tool)
         results.append(QuoteCheck(quote=quote, found=bool(sources), sources=sources))
     return EvidenceCheck(quotes=results)

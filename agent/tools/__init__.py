@@ -70,7 +70,9 @@ def adapter_for(tool: str, team_ids=(), user=None) -> str:
     are live once the user let the assistant act in Gmail / their calendar (their own Google
     grant); Slack posts where the team installed Slack. Payments and external file shares have
     no integration: always recorded in the outbox, and pages say so."""
-    return _adapter(tool, team_ids, _google(user))
+    # Only an email or calendar tool depends on the user's Google grant: no query for the others.
+    google = _google(user) if tool in gmail.TOOLS or tool in calendar.TOOLS else set()
+    return _adapter(tool, team_ids, google)
 
 
 def recorded_only(tool: str, team_ids=(), user=None) -> bool:

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Value, When
 from django.utils import timezone
 
-from lindy import failures
+from lindy import bulk, failures
 from memory import services as memory_services
 from memory.models import FileSystem
 
@@ -151,7 +151,10 @@ def _mark_processed(run: Run, outcome: accounting.Outcome) -> None:
     """Processed (taken in, or dropped by a rule that says why) in one UPDATE; the kept ones get
     their reason in another. Never more statements for more items."""
     done = {**outcome.processed, **outcome.dropped}
-    if done:
+    if done and bulk.supported():  # each item its note from an array, not a CASE to compile
+        bulk.rows_update(Item, list(done), {"processed_note": list(done.values())}, same={"processed_by": run.pk},
+                         where_null=["processed_by"])
+    elif done:
         Item.objects.filter(pk__in=list(done), processed_by__isnull=True).update(
             processed_by=run, processed_note=_by_note(done))
     if outcome.kept:
@@ -345,11 +348,8 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome, it
             valid = cited & items.keys()
             if cited - valid:
                 valid |= set(Item.objects.filter(filesystem=fs, pk__in=cited - valid).values_list("pk", flat=True))
-            FileSource.objects.bulk_create(
-                [FileSource(run=run, path=path, item_id=i) for path, ids in result.draft.sources.items()
-                 for i in sorted(ids) if i in valid],
-                ignore_conflicts=True,
-            )
+            _store_file_sources(run, [(path, i) for path, ids in result.draft.sources.items()
+                                      for i in sorted(ids) if i in valid])
             # The message is read back from the revision's own rows: it names what was written.
             written = describe_changes(revision.changes.values_list("op", "path", "old_path"))
             return _finished(run, Status.SUCCEEDED, revision=revision, violations=[],
@@ -366,6 +366,16 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome, it
         return _finish(run, Status.FAILED, error=exc.message)
     except memory_services.MemoryWriteError as exc:
         return _finish(run, Status.FAILED, error=f"{exc.message} The next run starts from the new files.")
+
+
+def _store_file_sources(run: Run, cited: list[tuple[str, int]]) -> None:
+    """Which items fed which file, (path, item id) pairs, in one statement (no instance per row)."""
+    if bulk.supported():
+        bulk.rows_insert(FileSource, {"run": [run.pk] * len(cited), "path": [path for path, _ in cited],
+                                      "item": [item_id for _, item_id in cited]}, ignore_conflicts=True)
+        return
+    FileSource.objects.bulk_create([FileSource(run=run, path=path, item_id=i) for path, i in cited],
+                                   ignore_conflicts=True)
 
 
 class _Superseded(Exception):

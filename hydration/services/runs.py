@@ -24,7 +24,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from lindy import failures, queue
+from lindy import bulk, failures, queue
 from memory.models import FileSystem
 from router import budgets
 
@@ -196,8 +196,9 @@ class _Heartbeat:
     def _write(self, fields: dict) -> None:
         run = self.run
         now = timezone.now()
-        Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).update(
-            **fields, heartbeat_at=now, lease_until=now + _lease())
+        # A dozen times a run: the statement written directly, not built as a query each time.
+        bulk.row_update(Run, {"pk": run.pk, "attempts": run.attempts, "status": Status.RUNNING},
+                        {**fields, "heartbeat_at": now, "lease_until": now + _lease()})
 
     def _beat(self, interval: float) -> None:
         try:

@@ -7,8 +7,9 @@ from django.db import connection, transaction
 from django.db.models import Model
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
+from django.utils import timezone
 
-from lindy import audit
+from lindy import audit, bulk
 from memory.models import FileSystem
 
 from ..models import Item, Run, SourceState
@@ -45,6 +46,8 @@ def source_set_enabled(*, filesystem: FileSystem, source: str, enabled: bool, ac
 def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) -> int:
     """Store items; an item already stored (same file system, source and external id) is
     left as it is. Returns how many were new."""
+    if bulk.supported():
+        return _store_postgresql(filesystem, source, list(items), run)
     rows: list[Model] = [
         Item(filesystem=filesystem, source=source, external_id=i.external_id[:255], author=i.author[:255],
              author_kind=i.author_kind, author_name=i.author_name[:255], title=i.title[:300], reference=i.reference[:1000], text=i.text, occurred_at=i.occurred_at,
@@ -55,6 +58,25 @@ def items_store(*, filesystem: FileSystem, source: str, items, run: Run | None) 
 
 
 ITEM_BATCH = 500
+
+
+def _store_postgresql(filesystem: FileSystem, source: str, items: list, run: Run | None) -> int:
+    """The same rows as the portable path, a column per array, ITEM_BATCH rows a statement."""
+    now = timezone.now()
+    new = 0
+    for start in range(0, len(items), ITEM_BATCH):
+        batch = items[start:start + ITEM_BATCH]
+        n = len(batch)
+        new += bulk.rows_insert(Item, {
+            "filesystem": [filesystem.pk] * n, "source": [source] * n,
+            "external_id": [i.external_id[:255] for i in batch], "author": [i.author[:255] for i in batch],
+            "author_kind": [i.author_kind for i in batch], "author_name": [i.author_name[:255] for i in batch],
+            "title": [i.title[:300] for i in batch], "reference": [i.reference[:1000] for i in batch],
+            "text": [i.text for i in batch], "occurred_at": [i.occurred_at for i in batch],
+            "fetched_by": [run.pk if run is not None else None] * n, "processed_by": [None] * n,
+            "processed_note": [""] * n, "left_out": [0] * n, "created_at": [now] * n,
+        }, ignore_conflicts=True)
+    return new
 _ITEM_FIELDS = [f for f in Item._meta.concrete_fields if not f.primary_key]
 
 

@@ -42,6 +42,17 @@ def split_by_speaker(notes: str, user) -> tuple[str, str]:
     return "\n".join(own).strip(), "\n".join(rest).strip()
 
 
+_MARKER = 918273645
+
+
+def _link():
+    """reverse("meeting-detail", args=[pk]) for many meetings, resolving the URL pattern once."""
+    url = reverse("meeting-detail", args=[_MARKER])
+    head, marker, tail = url.partition(str(_MARKER))
+    assert marker and str(_MARKER) not in tail, url
+    return lambda pk: f"{head}{pk}{tail}"
+
+
 class MeetingsSource(Source):
     kind = "meetings"
 
@@ -55,11 +66,15 @@ class MeetingsSource(Source):
     def fetch(self, filesystem, cursor: dict) -> Fetched:
         # Meetings are created once; their primary key only grows, so it is the cursor.
         after = int(cursor.get("after_id", 0))
-        meetings = list(self._queryset(filesystem).filter(pk__gt=after).select_related("owner").order_by("pk")[:BATCH])
+        # Only what an item is made of: a meeting's owner is a whole user row otherwise.
+        meetings = list(self._queryset(filesystem).filter(pk__gt=after).select_related("owner")
+                        .only("pk", "title", "notes", "occurred_at", "owner_id", "owner__email", "owner__name")
+                        .order_by("pk")[:BATCH])
         items = []
+        link = _link()
         for m in meetings:
             common = {"title": m.title, "author": m.owner.email, "occurred_at": m.occurred_at,
-                      "author_name": m.owner.display_name, "reference": reverse("meeting-detail", args=[m.pk])}
+                      "author_name": m.owner.display_name, "reference": link(m.pk)}
             heading = f"Meeting: {m.title} ({m.occurred_at:%Y-%m-%d})"
             if filesystem.kind == "team":
                 # The team library is the team's own.
