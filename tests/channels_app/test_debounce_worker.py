@@ -4,6 +4,7 @@ recorded, the worker settled, a row's status), with a deadline a loaded machine 
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -105,7 +106,7 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
     from django.utils import timezone
 
     from channels_app import services
-    from channels_app.services.dispatch import DISPATCH_STALE_SECONDS, dispatch_lease_seconds
+    from channels_app.services.dispatch import DISPATCH_STALE_SECONDS
     from lindy.models import Membership, TaskEvent
     from tests.factories import TeamFactory
 
@@ -125,16 +126,18 @@ def test_worker_killed_while_the_agent_runs_never_answers_twice(celery_worker_pr
 
     monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record")
     celery_worker_process.start()  # its start-up recovery runs; a redelivery may come
-    # The lost delivery comes back after the 5 s visibility timeout: wait past it, then until the
-    # worker has finished whatever it received.
-    killed = time.time()
-    wait_until(lambda: time.time() - killed > 6, what="the visibility timeout passed")
+    # The lost delivery comes back to the new worker after the 5 s visibility timeout: wait until it
+    # has, then until the worker has finished whatever it received.
+    def redelivered() -> bool:
+        since_start = celery_worker_process.log_path.read_text(errors="replace").rpartition(" ready.")[2]
+        return re.search(r"Task channels_app\.tasks\.bundle_dispatch\[[\w-]+\] received", since_start) is not None
+
+    wait_until(redelivered, what=lambda: f"the lost hand-over redelivered\n{celery_worker_process.log()}")
     celery_worker_process.wait_settled()
     assert len(recorder.calls()) == 1, celery_worker_process.log()
 
     # Long after, the sweep finds the run dead: the agent had acted, so it is failed, not re-run.
-    InboundBundle.objects.update(claimed_at=timezone.now() - timedelta(seconds=dispatch_lease_seconds() + 1),
-                                 heartbeat_at=timezone.now() - timedelta(seconds=DISPATCH_STALE_SECONDS + 1))
+    InboundBundle.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=DISPATCH_STALE_SECONDS + 1))
     # (The restarted worker's own start-up sweep may have got there first on a slow machine: its
     # heartbeat went stale 30 s after the kill.)
     services.debounce_recover()

@@ -268,7 +268,7 @@ def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, l
         assert bundle.status == InboundBundle.Status.FAILED and "crashed after replying" in bundle.error
         # A Celery retry, a redelivery or the sweep, now or long after: none reaches the agent again.
         assert services.bundle_dispatch(bundle_id=bundle_id) == "already"
-        InboundBundle.objects.filter(pk=bundle_id).update(claimed_at=timezone.now() - timedelta(hours=2))
+        InboundBundle.objects.filter(pk=bundle_id).update(heartbeat_at=timezone.now() - timedelta(hours=2))
         assert services.debounce_recover()["bundles"] == 0
     assert len(recorder.CALLS) == 1
     assert len(linq.sends()) == 1
@@ -311,12 +311,13 @@ def test_agent_past_its_soft_time_limit_is_not_run_again(cast, linq, line):
     assert len(recorder.CALLS) == 1
 
 
-def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None):
+def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None, beat_seconds=None):
     now = timezone.now()
     from lindy.models import TaskEvent
 
+    beat = age_seconds if beat_seconds is None else beat_seconds
     InboundBundle.objects.filter(pk=bundle_id).update(
-        status=InboundBundle.Status.DISPATCHING, claimed_at=now - timedelta(seconds=age_seconds), attempts=1,
+        status=InboundBundle.Status.DISPATCHING, heartbeat_at=now - timedelta(seconds=beat), attempts=1,
         handed_over_at=(now - timedelta(seconds=age_seconds)) if handed_over else None,
         task_event_mark=(TaskEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) if mark is None
         else mark,
@@ -332,7 +333,8 @@ def test_sweep_never_takes_a_slow_live_run_for_dead(cast, linq, line):
         assert dispatch_lease_seconds() > tasks.bundle_dispatch.time_limit
         profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
         bundle_id = _claimed_bundle(profile, line)
-        _dispatching(bundle_id, age_seconds=tasks.bundle_dispatch.time_limit - 1)  # the agent is still thinking
+        # The agent is still thinking, nearly at the time limit, and its thread still beats.
+        _dispatching(bundle_id, age_seconds=tasks.bundle_dispatch.time_limit - 1, beat_seconds=2)
         assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 0}
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.DISPATCHING
 
