@@ -90,6 +90,16 @@ def _release_or_fail(bundle: InboundBundle, *, error: str) -> str:
     return "released"
 
 
+def _release_to_resume(bundle: InboundBundle) -> None:
+    """A hand-over whose worker died is handed over again, even when the agent had started: the
+    agent resumes from its last recorded step (agent.loop.resume), executing a proposed action
+    once by its execution key and never repeating one it ran. The attempt cap is the sweep's
+    (lindy.jobs.recover): past MAX_DISPATCH_ATTEMPTS it is FAILED for a person to look at."""
+    InboundBundle.objects.filter(pk=bundle.pk, status=InboundBundle.Status.DISPATCHING).update(
+        status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, heartbeat_at=None,
+        error="The worker stopped while dispatching this bundle (killed or past its time limit).")
+
+
 def bundle_dispatch(*, bundle_id: int, task_id: str = "") -> str:
     """Hand a claimed bundle to the agent, at most once. The typing bubble starts here.
 
@@ -170,13 +180,9 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
     failed = []
 
     def redispatch(bundle: InboundBundle) -> bool:
-        # A hand-over whose worker went quiet is dispatched again only if the agent left no trace.
-        if bundle.status == InboundBundle.Status.DISPATCHING and _release_or_fail(
-                bundle, error="The worker stopped while dispatching this bundle (killed or past its time limit).",
-        ) == "failed":
-            outbound.typing_stop(profile=bundle.conversation.profile)
-            failed.append(bundle.pk)
-            return False
+        # A hand-over whose worker went quiet is handed over again; the agent resumes it.
+        if bundle.status == InboundBundle.Status.DISPATCHING:
+            _release_to_resume(bundle)
         queue.task_send(queue.BUNDLE_DISPATCH, bundle.pk)
         return True
 
@@ -188,10 +194,10 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
                      error=f"Not handed over after {MAX_DISPATCH_ATTEMPTS} attempts.")
 
     # Claimed bundles are dispatched again (once per stale window: the re-queued mark), hand-overs
-    # whose heartbeat stopped are released first; neither past MAX_DISPATCH_ATTEMPTS.
+    # whose heartbeat stopped are released first (the agent resumes them); neither past
+    # MAX_DISPATCH_ATTEMPTS.
     redispatched = jobs.recover(
-        InboundBundle, select_related=("conversation__profile",),
-        running=Q(status=InboundBundle.Status.DISPATCHING), also=Q(status=InboundBundle.Status.CLAIMED),
+        InboundBundle, running=Q(status=InboundBundle.Status.DISPATCHING), also=Q(status=InboundBundle.Status.CLAIMED),
         stale_seconds=DISPATCH_STALE_SECONDS, max_attempts=MAX_DISPATCH_ATTEMPTS, now=now,
         enqueue=redispatch, give_up=give_up)
     return {"conversations": fired, "bundles": len(redispatched), "failed": len(failed)}

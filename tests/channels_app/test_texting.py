@@ -339,9 +339,10 @@ def test_sweep_never_takes_a_slow_live_run_for_dead(cast, linq, line):
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.DISPATCHING
 
 
-def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast, linq, twilio, line, handler,
-                                                                          monkeypatch):
+def test_sweep_hands_a_dead_hand_over_again_so_the_agent_resumes_it(cast, linq, twilio, line, handler,
+                                                                    monkeypatch):
     from channels_app import tasks
+    from channels_app.services.dispatch import MAX_DISPATCH_ATTEMPTS
     from lindy import services as lindy_services
 
     monkeypatch.setattr(tasks.bundle_dispatch, "apply_async",
@@ -363,12 +364,22 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
     assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
     assert InboundBundle.objects.get(pk=recorded).status == InboundBundle.Status.DISPATCHED and len(handler) == 2
 
+    # Killed after the agent had begun: handed over again all the same, for the agent resumes from
+    # its last recorded step (tests/agent/test_loop.py: a proposed action runs once, nothing twice).
     other = _claimed_bundle(profile, line, text="and tomorrow?")
     _dispatching(other, age_seconds=3600)
     lindy_services.task_event_add(task=task, actor="assistant", content="Checking.")  # the agent had begun
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
+    assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.DISPATCHED
+    assert len(handler) == 3
+
+    # Within the attempt cap only: a bundle that keeps killing its workers is left for a person.
+    capped = _claimed_bundle(profile, line, text="and next week?")
+    _dispatching(capped, age_seconds=3600)
+    InboundBundle.objects.filter(pk=capped).update(attempts=MAX_DISPATCH_ATTEMPTS)
     assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 1}
-    assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.FAILED
-    assert len(handler) == 2
+    assert InboundBundle.objects.get(pk=capped).status == InboundBundle.Status.FAILED
+    assert len(handler) == 3
 
 
 def test_sweep_takes_over_a_hand_over_whose_heartbeat_stopped_without_waiting_for_the_lease(
