@@ -4,6 +4,17 @@ candidate eval case for a reviewer."""
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from django.test.utils import override_settings
+from django.utils import timezone
+
 from lindy.models import AgentTask
 
 from . import services
@@ -15,13 +26,13 @@ def seed(ctx) -> None:
 
 
 # --- Failures -----------------------------------------------------------------------------------
-# The demo's failure groups come from running the product's own Gmail parsing on payloads that
-# really break it, as a misbehaving provider would send them: a fake of the Gmail API (an httpx
-# transport, so the real HTTP client reads them) answers messages.get with a malformed message.
-# The failures are captured by lindy.failures like any other and contained here: the demo step
-# itself succeeds.
+# The demo's failure groups come from running the product on inputs that really break it: demo users
+# connect Gmail to a local server that answers like a misbehaving Gmail API (messages.get returns a
+# malformed message), and the product's own hydration runs read it. The Gmail source raises inside
+# the product's parsing, the pipeline captures the failure with the run's own log and goes on with
+# the other sources (the run itself ends without a failure), and the analyst triages the groups.
+# Afterwards each account is left disconnected, saying why: nothing here stays "connected" to a fake.
 
-DEMO_RUN = "demo: Gmail fetch"
 MALFORMED = {
     # Headers as "Name: value" strings instead of {"name", "value"} objects.
     "m-headers": {"id": "m-headers", "internalDate": "1700000000000",
@@ -34,52 +45,76 @@ MALFORMED = {
 }
 RUNS = [("user@acme.test", "m-headers"), ("sarah@acme.test", "m-headers"), ("user@acme.test", "m-headers"),
         ("admin@acme.test", "m-body")]
+FAKE_GMAIL_GONE = "The demo's Gmail was a local fake that sent malformed messages: connect your own Gmail."
 
 
-def _gmail_fake():
-    import httpx
+class _MalformedGmail(BaseHTTPRequestHandler):
+    """Gmail's messages.list and messages.get, answering with the mailbox's one malformed message."""
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        message_id = request.url.path.rsplit("/", 1)[-1]
-        if message_id in MALFORMED:
-            return httpx.Response(200, json=MALFORMED[message_id])
-        return httpx.Response(404, json={"error": {"code": 404, "message": "Requested entity was not found."}})
+    mailbox: list[str] = []
 
-    return httpx.Client(transport=httpx.MockTransport(answer), base_url="https://gmail.fake/gmail/v1/users/me/")
+    def log_message(self, format, *args):  # noqa: A002 - http.server's name
+        pass
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        path = urlsplit(self.path).path.removeprefix("/gmail/v1/users/me/")
+        if path == "messages":
+            status, body = 200, {"messages": [{"id": m} for m in self.mailbox], "resultSizeEstimate": len(self.mailbox)}
+        elif path.startswith("messages/") and path.split("/", 1)[1] in MALFORMED:
+            status, body = 200, MALFORMED[path.split("/", 1)[1]]
+        else:
+            status, body = 404, {"error": {"code": 404, "message": "Requested entity was not found."}}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
-def _fetch_and_parse(http, message_id: str) -> None:
-    from google_workspace import messages as gmail
-
-    message = http.get(f"messages/{message_id}", params={"format": "full"}).json()
-    payload = message.get("payload") or {}
-    gmail.headers_of(payload)
-    gmail.body_text(payload)
+@contextmanager
+def _malformed_gmail() -> Iterator[type[_MalformedGmail]]:
+    handler = type("Mailbox", (_MalformedGmail,), {"mailbox": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with override_settings(GMAIL_API_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}"):
+            yield handler
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def seed_failures(ctx) -> None:
-    from lindy import failures
+    from google_workspace.models import GmailAccount
+    from hydration import services as hydration
+    from hydration.models import Run
     from lindy.demo import require
+    from memory import services as memory_services
 
     from .failures import triage
     from .models import FailureEvent, FailureGroup
 
-    if FailureEvent.objects.filter(run__startswith=DEMO_RUN).exists():
+    gmail_failures = FailureEvent.objects.filter(kind="hydration_source", route="hydration.gmail")
+    if gmail_failures.exists():
         return
-    acme = ctx.teams["Acme"]
-    with _gmail_fake() as http:
-        for number, (email, message_id) in enumerate(RUNS, 1):
+    with _malformed_gmail() as mailbox:
+        for email, message_id in RUNS:
             user = ctx.users[email]
-            log = [{"actor": "run", "name": DEMO_RUN, "text": f"fetch of {email}'s new mail (run {number})"},
-                   {"actor": "source", "name": "gmail", "text": "messages.list: 1 new message"},
-                   {"actor": "source", "name": "gmail", "text": f"messages.get {message_id} format=full: 200"}]
-            try:
-                with failures.capturing("hydration_source", route="hydration.gmail", target="Gmail API (fake)",
-                                        run=f"{DEMO_RUN} {number}", user_id=user.pk, team_id=acme.pk, log=log):
-                    _fetch_and_parse(http, message_id)
-            except Exception:  # the failure is the demo's point: captured, and contained here
-                continue
-    groups = FailureGroup.objects.filter(events__run__startswith=DEMO_RUN).distinct()
-    require("analyst", groups.count() == 2, f"the malformed Gmail payloads made {groups.count()} failure groups, not 2")
+            GmailAccount.objects.update_or_create(user=user, defaults={
+                "email": email, "access_token": "demo-token", "refresh_token": "",
+                "token_expires_at": timezone.now() + timedelta(hours=1),
+                "status": GmailAccount.Status.CONNECTED, "status_detail": ""})
+            mailbox.mailbox[:] = [message_id]
+            run = hydration.run_now_sync(filesystem=memory_services.filesystem_for_user(user), trigger=Run.Trigger.DEMO)
+            require("analyst", run.status in (Run.Status.SUCCEEDED, Run.Status.NO_CHANGES),
+                    f"the run of {email}'s memory ended {run.get_status_display()!r}: {run.error or run.stage}")
+    GmailAccount.objects.filter(user__email__in={email for email, _ in RUNS}).update(
+        status=GmailAccount.Status.DISCONNECTED, status_detail=FAKE_GMAIL_GONE, access_token="")
+    groups = FailureGroup.objects.filter(events__in=gmail_failures).distinct()
+    require("analyst", gmail_failures.count() == len(RUNS) and groups.count() == 2,
+            f"the malformed Gmail payloads made {gmail_failures.count()} failures in {groups.count()} groups, "
+            f"not {len(RUNS)} in 2")
     for group in groups:
         triage.group_triage(group=group)

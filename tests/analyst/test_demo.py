@@ -26,10 +26,13 @@ def test_the_demo_tasks_are_scored_and_the_rogue_payment_becomes_a_candidate():
 
 
 @pytest.mark.django_db
-def test_the_demo_failure_groups_come_from_malformed_gmail_payloads_and_the_demo_still_finishes():
+def test_the_demo_failure_groups_come_from_hydration_runs_reading_a_malformed_gmail_and_the_demo_still_finishes():
     from django.db.models import Count
 
+    from analyst import demo as analyst_demo
     from analyst.models import FailureEvent, FailureGroup
+    from google_workspace.models import GmailAccount
+    from hydration.models import Run, SourceState
 
     demo.seed()  # raises DemoFailed if a step fails: the failing inputs are contained
     groups = FailureGroup.objects.annotate(users=Count("events__user", distinct=True)).order_by("-count")
@@ -38,5 +41,16 @@ def test_the_demo_failure_groups_come_from_malformed_gmail_payloads_and_the_demo
     assert all(g.triage.get("provider") == "offline" and g.triage.get("suspected_cause") for g in groups)
     events = FailureEvent.objects.all()
     assert all(e.frames and any(f["product"] and f["file"] == "google_workspace/messages.py" for f in e.frames) for e in events)
+    # Captured by the hydration pipeline, in runs the product made: each event names its run, and
+    # its log is that run's own (the source's fetch, the run's start), not text the demo wrote.
+    demo_runs = {f"hydration run {pk}" for pk in Run.objects.filter(trigger=Run.Trigger.DEMO).values_list("pk", flat=True)}
+    assert {e.run for e in events} <= demo_runs and len({e.run for e in events}) == 4
+    assert all(e.kind == "hydration_source" and any(step.get("name") == "gmail" for step in e.log) for e in events)
+    assert not Run.objects.filter(status=Run.Status.FAILED).exists()  # a source that raises is not a failed run
+    assert SourceState.objects.filter(source="gmail", status=SourceState.Status.ERROR).count() == 3
+    # Nothing stays connected to the fake: each account says why it is disconnected.
+    accounts = GmailAccount.objects.filter(user__email__in={email for email, _ in analyst_demo.RUNS})
+    assert {(a.status, a.status_detail) for a in accounts} == {
+        (GmailAccount.Status.DISCONNECTED, analyst_demo.FAKE_GMAIL_GONE)}
     demo.seed()  # idempotent
     assert FailureEvent.objects.count() == 4
