@@ -129,10 +129,13 @@ def _handle_call(
     return outcome.content[:MAX_TOOL_RESULT_CHARS], not outcome.ok
 
 
-def _opening_message(task: AgentTask) -> dict[str, object]:
+def _opening_message(task: AgentTask, before_seq: int | None = None) -> dict[str, object]:
     """The task history, after the photos the user texted recently (images first, as the Messages
     API advises), each under the number the history uses for it ("[photo #12: ...]")."""
-    history = prompts.history_message(task, task.events.order_by("seq"))
+    events = task.events.order_by("seq")
+    if before_seq is not None:
+        events = events.filter(seq__lt=before_seq)
+    history = prompts.history_message(task, events)
     photos = channel_selectors.recent_photos(task.owner, days=settings.LINDY_AGENT_PHOTO_DAYS,
                                              limit=settings.LINDY_AGENT_PHOTO_LIMIT)
     if not photos:
@@ -146,23 +149,99 @@ def _opening_message(task: AgentTask) -> dict[str, object]:
     return {"role": "user", "content": blocks}
 
 
-def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TURNS) -> RunResult:
+USER_MESSAGE_TOOLS = frozenset({"reply_to_user", "send_sms_to_user"})
+
+
+def pending_proposal(task: AgentTask) -> TaskEvent | None:
+    """The action the agent proposed last and never saw the result of: its worker was killed
+    between the proposal and the execution. Every proposal is followed by its result event."""
+    last = task.events.order_by("-seq").first()
+    if last is not None and last.actor == TaskEvent.Actor.ASSISTANT and last.tool_name:
+        return last
+    return None
+
+
+def _finish_proposal(task: AgentTask, event: TaskEvent, ctx: tools.ExecutionContext) -> tuple[str, bool]:
+    """Carry a recorded proposal to its result, as _handle_call would have: the decision the
+    validator took then stands (never asked again), and the execution is keyed (the outbox's
+    execution key), so what already ran is not run a second time."""
+    arguments = dict(event.tool_arguments or {})
+    arguments.pop("justification", None)
+    ctx.decision = None
+    if not registry.is_exempt(registry.effect_for(registry.get(event.tool_name), arguments, task.owner.email)):
+        decision = (Decision.objects.filter(task=task, tool=event.tool_name, created_at__lte=event.created_at)
+                    .order_by("-pk").first())
+        if decision is None or not decision.approved:
+            text = _blocked_text(decision) if decision is not None else "Not executed: no validator decision."
+            _result_event(task, event.tool_name, text)
+            return text, True
+        ctx.decision = decision
+    outcome = tools.execute(ctx, event.tool_name, arguments)
+    if ctx.decision is not None and ctx.decision.status == Decision.Status.ALLOWED:
+        validator_services.decision_mark_executed(decision=ctx.decision, result=outcome.as_dict())
+    _result_event(task, event.tool_name, outcome.content)
+    return outcome.content[:MAX_TOOL_RESULT_CHARS], not outcome.ok
+
+
+def resume(task: AgentTask, *, channel: str | None = None) -> RunResult | None:
+    """Pick a run up from its last recorded step after its worker died: a proposed action is
+    executed once, and the agent goes on from that call and its result, as the killed run would
+    have. A task with nothing pending runs only when its last word is an instruction. None:
+    nothing to do (answered already)."""
+    task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
+    event = pending_proposal(task)
+    if event is not None:
+        ctx = tools.ExecutionContext(user=task.owner, team=task.team, task=task, channel=channel)
+        with failures.capturing("agent_run", route=ROUTE, task_id=task.pk, user_id=task.owner_id,
+                                team_id=task.team_id):
+            content, is_error = _finish_proposal(task, event, ctx)
+        return run(task, channel=channel, resumed=_Resumed(event, content, is_error))
+    last = task.events.order_by("-seq").values_list("actor", flat=True).first()
+    if last in (TaskEvent.Actor.USER, TaskEvent.Actor.SYSTEM):
+        return run(task, channel=channel)
+    return None
+
+
+@dataclass
+class _Resumed:
+    """The call a killed run had proposed, now carried out: the resumed run's conversation ends
+    with it, so the model goes on from the result instead of starting the instruction over."""
+
+    event: TaskEvent
+    content: str
+    is_error: bool
+
+    def messages(self) -> list[dict[str, object]]:
+        call_id = f"resumed-{self.event.pk}"
+        return [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": self.event.tool_name,
+                                               "input": dict(self.event.tool_arguments or {})}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": self.content,
+                                          "is_error": self.is_error}]},
+        ]
+
+
+def run(task: AgentTask, *, channel: str | None = None, max_turns: int = MAX_TURNS,
+        resumed: _Resumed | None = None) -> RunResult:
     """Run the agent on the task; when it stops, the analyst scores the run in the background."""
     with failures.capturing("agent_run", route=ROUTE, task_id=task.pk, user_id=task.owner_id, team_id=task.team_id):
-        result = _run(task, channel=channel, max_turns=max_turns)
+        result = _run(task, channel=channel, max_turns=max_turns, resumed=resumed)
     seams.agent_run_finished.send(sender=AgentTask, task_id=result.task.pk, call_ids=result.call_ids,
                                   stopped=result.stopped)
     return result
 
 
-def _run(task: AgentTask, *, channel: str | None, max_turns: int) -> RunResult:
+def _run(task: AgentTask, *, channel: str | None, max_turns: int, resumed: _Resumed | None = None) -> RunResult:
     task = AgentTask.objects.select_related("owner", "team").get(pk=task.pk)
     user, team = task.owner, task.team
     memory = memory_context.context_for(user)
     assignment = gateway.assign(ROUTE, user)
     system = prompts.system_prompt(user=user, team=team, memory_text=memory.text,
                                          variant=assignment.prompt_variant)
-    messages: list[dict[str, object]] = [_opening_message(task)]
+    if resumed is None:
+        messages: list[dict[str, object]] = [_opening_message(task)]
+    else:
+        messages = [_opening_message(task, before_seq=resumed.event.seq), *resumed.messages()]
     ctx = tools.ExecutionContext(user=user, team=team, task=task, channel=channel)
     result = RunResult(task=task)
     # The validator's tools go last, deferred (V2): the agent's prompt is the same with or without

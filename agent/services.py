@@ -103,16 +103,15 @@ def handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[
     texts = [_message_text(m) for m in messages]
     task = conversation_task(user=user, channel=channel, conversation_ref=conversation_ref,
                              first_text=next((t for t in texts if t), ""))
-    # Channels hand a bundle over again when the worker died before the agent acted: each text is
+    # Channels hand a bundle over again when the worker died during the hand-over: each text is
     # recorded once (the same words at the same received time), and a task answered meanwhile is
     # not run again.
     for message, text in zip(messages, texts, strict=True):
         received_at = _received_at(message.get("received_at"))
         if text and not task.events.filter(actor=TaskEvent.Actor.USER, content=text, created_at=received_at).exists():
             services.task_event_add(task=task, actor=TaskEvent.Actor.USER, content=text, created_at=received_at)
-    last = task.events.order_by("-seq").values_list("actor", flat=True).first()
-    if last in (TaskEvent.Actor.USER, TaskEvent.Actor.SYSTEM):
-        loop.run(task, channel=channel)
+    # Handed over again after a worker died mid-run: the agent resumes from its last recorded step.
+    loop.resume(task, channel=channel)
     return task
 
 

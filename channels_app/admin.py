@@ -50,7 +50,7 @@ class OutboundMessageAdmin(admin.ModelAdmin):
 
 @admin.register(InboundBundle)
 class InboundBundleAdmin(admin.ModelAdmin):
-    list_display = ["conversation", "status", "claimed_at", "dispatched_at", "attempts"]
+    list_display = ["conversation", "status", "heartbeat_at", "dispatched_at", "attempts"]
     list_filter = ["status"]
 
 

@@ -18,4 +18,4 @@ def collect() -> Iterable[Metric]:
     bundles = InboundBundle.objects.annotate(last_message_at=Subquery(last)).filter(last_message_at__isnull=False)
     yield duration_histogram("lindy_debounce_delay_seconds",
                              "Seconds from a conversation's last inbound message to its bundle being claimed.",
-                             bundles, "last_message_at", "claimed_at", BUCKETS)
+                             bundles, "last_message_at", "heartbeat_at", BUCKETS)

@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from lindy.encryption import EncryptedTextField
+from lindy.jobs import LeasedJob
 from lindy.models import Team, User
 
 # --- Slack -----------------------------------------------------------------------------------
@@ -210,8 +211,11 @@ class Conversation(models.Model):
         return f"sms:{self.profile.phone}"
 
 
-class InboundBundle(models.Model):
-    """Messages handed to the agent together. Claimed before dispatch so no message is answered twice."""
+class InboundBundle(LeasedJob):
+    """Messages handed to the agent together. Claimed before dispatch so no message is answered twice.
+    Its lease (lindy.jobs): `heartbeat_at` is when its messages were claimed into it, then beaten
+    by a thread while the agent has it (a killed worker stops beating: the sweep takes it over once
+    the beat is stale); `attempts` counts hand-overs."""
 
     class Status(models.TextChoices):
         CLAIMED = "claimed", "Claimed"
@@ -221,9 +225,7 @@ class InboundBundle(models.Model):
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="bundles")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.CLAIMED, db_index=True)
-    claimed_at = models.DateTimeField(default=timezone.now)
     dispatched_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
     agent_task_id = models.BigIntegerField(null=True, blank=True)
     handed_over_at = models.DateTimeField(
         null=True, blank=True, help_text="When the agent was handed this bundle: from then on it is never re-run."
@@ -231,10 +233,10 @@ class InboundBundle(models.Model):
     task_event_mark = models.BigIntegerField(
         null=True, blank=True, help_text="The last agent task event id before the hand-over (what the agent did after)."
     )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Beaten while the hand-over runs: when it stops, the worker died."
-    )
     error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [LeasedJob.sweep_index("channels_bundle_sweep")]
 
     def __str__(self):
         return f"bundle {self.pk} ({self.status})"

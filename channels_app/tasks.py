@@ -27,7 +27,7 @@ def debounce_fire(self, conversation_id: int, version: int | None = None):
 def bundle_dispatch(self, bundle_id: int):
     # The service raises only when the agent had not started: retrying then cannot answer twice.
     try:
-        return services.bundle_dispatch(bundle_id=bundle_id)
+        return services.bundle_dispatch(bundle_id=bundle_id, task_id=self.request.id or "")
     except Exception as exc:
         if self.request.retries >= self.max_retries:
             services.bundle_give_up(bundle_id=bundle_id, error=str(exc))

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from lindy.jobs import LeasedJob
+
 
 class SourceKind(models.TextChoices):
     SLACK = "slack", "Slack"
@@ -53,7 +55,7 @@ class Schedule(models.Model):
         return f"{self.filesystem_id} at {self.next_run_at:%Y-%m-%d %H:%M}"
 
 
-class Run(models.Model):
+class Run(LeasedJob):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -80,17 +82,10 @@ class Run(models.Model):
                                      related_name="+")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     stage = models.CharField(max_length=200, blank=True, help_text="What the run is doing now.")
-    attempts = models.PositiveIntegerField(default=0)
+    # The lease (attempts, holder, task id, heartbeat, re-queued mark) is lindy.jobs.LeasedJob's;
+    # this one is hydration's own backstop for a run whose heartbeat is off.
     lease_until = models.DateTimeField(null=True, blank=True,
                                        help_text="A running run whose lease passed was abandoned by its worker.")
-    # Who holds the lease, so a redelivery can tell a dead holder from a live one without waiting
-    # for lease_until: the same Celery task id delivered again, or a heartbeat gone quiet.
-    lease_holder = models.CharField(max_length=255, blank=True, help_text="host:pid of the worker running it.")
-    lease_task_id = models.CharField(max_length=255, blank=True, help_text="The Celery task id running it.")
-    heartbeat_at = models.DateTimeField(null=True, blank=True,
-                                        help_text="Refreshed while the worker is alive, even during a model call.")
-    requeued_at = models.DateTimeField(null=True, blank=True,
-                                       help_text="When the recovery sweep last queued it again for a dead worker.")
     sources = models.JSONField(default=dict, blank=True,
                                help_text="Per source: status, items fetched, error.")
     item_count = models.PositiveIntegerField(default=0, help_text="Items summarized (new and left over).")
@@ -116,7 +111,8 @@ class Run(models.Model):
             models.UniqueConstraint(fields=["filesystem"], condition=Q(status__in=["queued", "running"]),
                                     name="hydration_one_active_run"),
         ]
-        indexes = [models.Index(fields=["filesystem", "-created_at"]), models.Index(fields=["status", "lease_until"])]
+        indexes = [models.Index(fields=["filesystem", "-created_at"]), models.Index(fields=["status", "lease_until"]),
+                   LeasedJob.sweep_index("hydration_run_sweep")]
 
     def __str__(self):
         return f"run {self.pk} ({self.status})"

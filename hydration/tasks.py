@@ -3,36 +3,31 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.exceptions import Reject
 from django.db import OperationalError
 
-from router.budgets import BudgetExhausted
+from lindy import jobs
 
 from . import services
-
-# A run waiting for provider budget is queued again this many times before it gives up.
-BUDGET_RETRIES = 100
 
 # Below the run lease (HYDRATION_RUN_LEASE_SECONDS, 30 min by default): a run is killed before
 # another trigger may consider its worker gone.
 RUN_TIME_LIMIT = 1500
 
 
-@shared_task(name="hydration.tasks.hydrate", bind=True, acks_late=True, autoretry_for=(OperationalError,),
-             max_retries=3, retry_backoff=True, time_limit=RUN_TIME_LIMIT, soft_time_limit=RUN_TIME_LIMIT - 60)
+class HydrateTask(jobs.BudgetTask):
+    def retry_refused(self, run_id: int) -> None:
+        # The run was given back (QUEUED) for the budget retry: it must not sit under its lease
+        # unsent; marked, the retry sweep queues it again.
+        services.run_mark_enqueue_failed(run_id=run_id)
+
+
+# A run waiting for provider budget is queued again up to 100 times (budget_retries) before it gives up.
+@shared_task(name="hydration.tasks.hydrate", base=HydrateTask, bind=True, acks_late=True, budget_retries=100,
+             autoretry_for=(OperationalError,), max_retries=3, retry_backoff=True, time_limit=RUN_TIME_LIMIT,
+             soft_time_limit=RUN_TIME_LIMIT - 60)
 def hydrate(self, run_id: int) -> str:
     # The task id goes into the run's lease: redelivered after its worker died, the same id takes over.
-    try:
-        run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
-    except BudgetExhausted as exc:
-        try:
-            raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
-        except Reject:
-            # Celery's answer when the retry could not be published (the broker refused it). The
-            # run was given back (QUEUED) for this retry: it must not sit under its lease unsent;
-            # marked, the retry sweep queues it again.
-            services.run_mark_enqueue_failed(run_id=run_id)
-            raise
+    run = services.run_execute(run_id=run_id, task_id=self.request.id or "")
     return run.status if run else "skipped"
 
 

@@ -22,6 +22,7 @@ class Beating:
     def __init__(self, interval: float, beat: Callable[[], object], name: str = "heartbeat"):
         self.interval, self.beat, self.name = interval, beat, name
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Beating:
@@ -33,14 +34,29 @@ class Beating:
             self._thread.start()
         return self
 
+    @property
+    def running(self) -> bool:
+        """Whether a thread beats (off at interval 0 or inside the caller's transaction)."""
+        return self._thread is not None
+
+    def wake(self) -> None:
+        """Beat now rather than at the next interval (a job publishing progress); wakes that come
+        while a beat is being written make one more beat, not one each."""
+        self._wake.set()
+
     def __exit__(self, *exc) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(10)
 
     def _run(self) -> None:
         try:
-            while not self._stop.wait(self.interval):
+            while True:
+                self._wake.wait(self.interval)
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
                 try:
                     self.beat()
                 except Exception:  # a missed beat is logged; the next one may get through

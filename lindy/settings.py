@@ -334,6 +334,7 @@ ROUTER_GUARDRAIL_EVERY_SECONDS = env.integer("ROUTER_GUARDRAIL_EVERY_SECONDS", 9
 ROUTER_OPTIMIZE_HEARTBEAT_SECONDS = env.number("ROUTER_OPTIMIZE_HEARTBEAT_SECONDS", 10, min=0, min_inclusive=False)
 ROUTER_OPTIMIZE_STALE_SECONDS = env.number("ROUTER_OPTIMIZE_STALE_SECONDS", 30, min=0, min_inclusive=False)
 ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS = env.integer("ROUTER_OPTIMIZE_RECOVER_EVERY_SECONDS", 15, min=1)
+ROUTER_OPTIMIZE_MAX_ATTEMPTS = env.integer("ROUTER_OPTIMIZE_MAX_ATTEMPTS", 3, min=1)
 # The guardrail aggregates count only calls this recent (a rollout's stage lasts hours to days).
 ROUTER_GUARDRAIL_WINDOW_DAYS = env.integer("ROUTER_GUARDRAIL_WINDOW_DAYS", 30, min=1)
 # The guardrails' always-valid sequential test (router.sequential): the sample size per look

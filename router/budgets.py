@@ -29,6 +29,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from lindy import jobs
+
 from .types import ModelError
 
 logger = logging.getLogger(__name__)
@@ -88,7 +90,7 @@ def default_wait() -> float:
     return 0.0 if _BACKGROUND.get() else settings.ROUTER_BUDGET_INTERACTIVE_WAIT_SECONDS
 
 
-class BudgetExhausted(ModelError):
+class BudgetExhausted(ModelError, jobs.WaitForBudget):
     """The provider's budget (or the route's concurrency) has no room now. A background caller
     queues itself again after `retry_after` seconds; an interactive one shows the error."""
 

@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
+from lindy.jobs import LeasedJob
+
 from .provider_keys import validate_provider_key_env
 
 # The largest budget or concurrency a form accepts: far above any provider's limit, inside an integer column.
@@ -438,7 +440,7 @@ class AuditAction(models.TextChoices):
     ROUTE_CONCURRENCY_SET = "route.concurrency_set", "Route concurrency changed"
 
 
-class OptimizationRun(models.Model):
+class OptimizationRun(LeasedJob):
     """Reflective prompt evolution (the gepa library) of one route's prompt against its eval set,
     on one target, within a budget stated before it starts (router.services.optimize). The
     Pareto-best candidates become stored PromptVariants; none reaches users until it passes its
@@ -477,10 +479,6 @@ class OptimizationRun(models.Model):
     log = models.JSONField(default=list, blank=True, help_text="What happened, one line per step.")
     stop_reason = models.TextField(blank=True)
     error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    lease_task_id = models.CharField(max_length=100, blank=True, help_text="The delivery running it.")
-    lease_holder = models.CharField(max_length=200, blank=True, help_text="host:pid of the process running it.")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -492,6 +490,7 @@ class OptimizationRun(models.Model):
             models.UniqueConstraint(fields=["route"], condition=Q(status__in=["queued", "running"]),
                                     name="one_active_optimization_per_route"),
         ]
+        indexes = [LeasedJob.sweep_index("router_optrun_sweep")]
 
     def __str__(self):
         return f"optimization {self.pk} of {self.route.name} on {self.target.name}"

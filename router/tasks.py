@@ -1,9 +1,8 @@
 from celery import shared_task
 
-from . import budgets, services
+from lindy import jobs
 
-# An eval run waiting for provider budget is queued again this many times before it gives up.
-BUDGET_RETRIES = 100
+from . import budgets, services
 
 
 @shared_task(name="router.tasks.guardrails_check", acks_late=True, time_limit=600, soft_time_limit=540)
@@ -14,28 +13,24 @@ def guardrails_check() -> dict:
         return {str(k): v for k, v in services.guardrails_check_all().items()}
 
 
+# Both wait for provider budget (jobs.BudgetTask) up to 100 times before they give up. Their hard
+# limit stays below the broker's visibility timeout (1 h), or a live run would be delivered twice.
 @shared_task(
-    name="router.tasks.eval_run", bind=True, acks_late=True, time_limit=3600, soft_time_limit=3500,
-    autoretry_for=(ConnectionError,), retry_backoff=True, max_retries=3,
+    name="router.tasks.eval_run", base=jobs.BudgetTask, bind=True, acks_late=True, budget_retries=100,
+    time_limit=3500, soft_time_limit=3400, autoretry_for=(ConnectionError,), retry_backoff=True, max_retries=3,
 )
 def eval_run(self, run_id: int) -> str:
     """Runs the cases still without a result, so a retry resumes rather than repeats."""
-    try:
-        return services.eval_run_execute(run_id=run_id).status
-    except budgets.BudgetExhausted as exc:
-        raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
+    return services.eval_run_execute(run_id=run_id).status
 
 
 @shared_task(
-    name="router.tasks.optimization_run", bind=True, acks_late=True, time_limit=3500, soft_time_limit=3400,
-    autoretry_for=(ConnectionError,), retry_backoff=True, max_retries=3,
+    name="router.tasks.optimization_run", base=jobs.BudgetTask, bind=True, acks_late=True, budget_retries=100,
+    time_limit=3500, soft_time_limit=3400, autoretry_for=(ConnectionError,), retry_backoff=True, max_retries=3,
 )
 def optimization_run(self, run_id: int) -> str:
     """Runs or resumes a prompt optimization (from its last stored generation)."""
-    try:
-        run = services.optimization_run_execute(run_id=run_id, task_id=self.request.id or "")
-    except budgets.BudgetExhausted as exc:
-        raise self.retry(countdown=exc.retry_after, max_retries=BUDGET_RETRIES, exc=exc) from exc
+    run = services.optimization_run_execute(run_id=run_id, task_id=self.request.id or "")
     return run.status if run else "gone"
 
 

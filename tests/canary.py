@@ -288,7 +288,7 @@ def plant(cast) -> tuple[Canaries, dict]:
                                        proposed_context="new", diff="-old\n+new", summary="s", decision_reason="r",
                                        proposer_target="offline-target-name", proposer_variant="default-variant")
     proposal.proposed_from.add(sent)
-    ContextInit.objects.create(user=member, team=team, blob=blob, proposal=proposal, claimed_by="worker-1",
+    ContextInit.objects.create(user=member, team=team, blob=blob, proposal=proposal, lease_task_id="worker-1",
                                error="The first context failed.")
     Comparison.objects.create(proposal=proposal, pair=sent, outcome="win", created_at=now, sent="The sent mail.",
                               old_draft="The old draft.", new_draft="The new draft.", first_vote="new",

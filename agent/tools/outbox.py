@@ -7,6 +7,7 @@ from __future__ import annotations
 from lindy import tool_registry as registry
 
 from ..models import OutboxEntry
+from .execution import execution_key
 
 
 def entry_create(ctx, tool: str, arguments: dict, *, adapter: str, status: str, response=None,
@@ -18,7 +19,11 @@ def entry_create(ctx, tool: str, arguments: dict, *, adapter: str, status: str, 
 
 
 def record(ctx, tool: str, arguments: dict, result_cls):
-    entry = entry_create(ctx, tool, arguments, adapter="outbox", status=OutboxEntry.Status.RECORDED)
+    # Keyed like a live action: a run resumed after its worker was killed records it once.
+    entry, _ = OutboxEntry.objects.get_or_create(execution_key=execution_key(ctx, tool, arguments), defaults={
+        "team": ctx.team, "user": ctx.user, "task": ctx.task, "decision": ctx.decision, "tool": tool,
+        "arguments": arguments, "adapter": "outbox", "status": OutboxEntry.Status.RECORDED,
+    })
     return result_cls(
         ok=True, adapter="outbox",
         content=f"{registry.describe(tool, arguments)}: recorded in the outbox as entry {entry.pk} "

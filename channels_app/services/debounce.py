@@ -66,7 +66,7 @@ def debounce_fire(*, conversation_id: int, version: int | None = None) -> Deboun
             # The agent is still on this conversation's previous bundle: these messages go next,
             # once its reply is in the history, so it never answers the earlier ones again.
             return DebounceOutcome(DebounceStatus.BUSY)
-        bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=now)
+        bundle = InboundBundle.objects.create(conversation=conversation, heartbeat_at=now)
         # The conditional update is the claim: a concurrent claimer finds nothing left.
         claimed = InboundMessage.objects.filter(conversation=conversation, bundle__isnull=True).update(bundle=bundle)
         if not claimed:

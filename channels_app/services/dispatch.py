@@ -4,15 +4,14 @@ behind. The agent is reached through settings.LINDY_INBOUND_HANDLER."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, Q, Subquery, Value
+from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from lindy import heartbeat
+from lindy import jobs
 from lindy.models import TaskEvent
 
 from ..models import Conversation, InboundBundle, InboundMessage, OutboundMessage
@@ -91,27 +90,38 @@ def _release_or_fail(bundle: InboundBundle, *, error: str) -> str:
     return "released"
 
 
-def bundle_dispatch(*, bundle_id: int) -> str:
+def _release_to_resume(bundle: InboundBundle) -> None:
+    """A hand-over whose worker died is handed over again, even when the agent had started: the
+    agent resumes from its last recorded step (agent.loop.resume), executing a proposed action
+    once by its execution key and never repeating one it ran. The attempt cap is the sweep's
+    (lindy.jobs.recover): past MAX_DISPATCH_ATTEMPTS it is FAILED for a person to look at."""
+    InboundBundle.objects.filter(pk=bundle.pk, status=InboundBundle.Status.DISPATCHING).update(
+        status=InboundBundle.Status.CLAIMED, handed_over_at=None, task_event_mark=None, heartbeat_at=None,
+        error="The worker stopped while dispatching this bundle (killed or past its time limit).")
+
+
+def bundle_dispatch(*, bundle_id: int, task_id: str = "") -> str:
     """Hand a claimed bundle to the agent, at most once. The typing bubble starts here.
 
     Returns "dispatched", "already" (someone else has or had it) or "failed" (the agent failed
     after it had started acting: recorded, not re-run). Raises when the hand-over failed before the
     agent did anything: the bundle is CLAIMED again and the caller may retry."""
     now = timezone.now()
-    # The claim also marks where the agent's traces would start (_agent_started): the newest task
-    # event and now. A mark taken a moment before the agent is called only errs on the safe side
-    # (a failure is less likely to be retried, never more), and costs no statement of its own.
-    taken = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.CLAIMED).update(
-        status=InboundBundle.Status.DISPATCHING, claimed_at=now, attempts=F("attempts") + 1, handed_over_at=now,
-        heartbeat_at=now,
+    # The claim (lindy.jobs) also marks where the agent's traces would start (_agent_started): the
+    # newest task event and now. A mark taken a moment before the agent is called only errs on the
+    # safe side (a failure is less likely to be retried, never more), and costs no statement of its
+    # own. A DISPATCHING bundle is never taken over here: only the sweep may, once it knows the
+    # agent left no trace.
+    bundle = jobs.claim(
+        InboundBundle.objects.select_related("conversation__profile__user"), bundle_id, task_id=task_id,
+        waiting=Q(status=InboundBundle.Status.CLAIMED), running=Q(pk__in=[]), stale_seconds=dispatch_lease_seconds(),
+        now=now, status=InboundBundle.Status.DISPATCHING, handed_over_at=now,
         task_event_mark=Coalesce(Subquery(TaskEvent.objects.order_by("-pk").values("pk")[:1]), Value(0)),
     )
-    if not taken:
+    if bundle is None:
         return "already"
     # Its messages stay claimed by this bundle whatever happens, so they never land in a second one.
-    bundle = None
     try:
-        bundle = InboundBundle.objects.select_related("conversation__profile__user").get(pk=bundle_id)
         conversation = bundle.conversation
         # Voice memos are transcribed and photos copied before the hand-over: the agent reads the
         # words and sees the picture, not a file name.
@@ -124,19 +134,12 @@ def bundle_dispatch(*, bundle_id: int) -> str:
         messages = [_message_payload(m) for m in loaded]
         outbound.typing_start(conversation=conversation)
         handler = import_string(settings.LINDY_INBOUND_HANDLER)
-        beating = InboundBundle.objects.filter(pk=bundle_id, status=InboundBundle.Status.DISPATCHING)
-        with heartbeat.Beating(DISPATCH_HEARTBEAT_SECONDS, lambda: beating.update(heartbeat_at=timezone.now()),
-                               name=f"bundle {bundle_id}"):
+        with jobs.beating(bundle, interval=DISPATCH_HEARTBEAT_SECONDS):
             result = handler(
                 user=conversation.profile.user, channel=conversation.channel,
                 conversation_ref=conversation.conversation_ref(), messages=messages,
             )
     except Exception as exc:  # SoftTimeLimitExceeded included: a slow run ends here too
-        if bundle is None:
-            InboundBundle.objects.filter(pk=bundle_id).update(status=InboundBundle.Status.CLAIMED, handed_over_at=None,
-                                                              task_event_mark=None, heartbeat_at=None,
-                                                              error=str(exc)[:2000])
-            raise
         outbound.typing_stop(profile=bundle.conversation.profile)
         if _release_or_fail(bundle, error=f"{type(exc).__name__}: {exc}") == "failed":
             logger.exception("the agent failed on bundle %s after it started; not re-run", bundle_id)
@@ -174,24 +177,27 @@ def debounce_recover(*, include_waiting: bool = False) -> dict:
         delay = max(0.0, (conversation.deadline - now).total_seconds()) if conversation.deadline else 0.0
         queue.task_send(queue.DEBOUNCE_FIRE, conversation.pk, countdown=delay)
         fired += 1
-    # A hand-over that beats is dead once its heartbeat is stale; one without (begun before the
-    # heartbeat existed) only after the lease.
-    quiet = now - timedelta(seconds=DISPATCH_STALE_SECONDS)
-    stale = now - timedelta(seconds=dispatch_lease_seconds())
-    abandoned = InboundBundle.objects.filter(status=InboundBundle.Status.DISPATCHING).filter(
-        Q(heartbeat_at__lt=quiet) | Q(heartbeat_at__isnull=True, claimed_at__lt=stale)
-    ).select_related("conversation__profile")
-    failed = 0
-    for bundle in abandoned:
-        outcome = _release_or_fail(
-            bundle, error="The worker stopped while dispatching this bundle (killed or past its time limit)."
-        )
-        if outcome == "failed":
+    failed = []
+
+    def redispatch(bundle: InboundBundle) -> bool:
+        # A hand-over whose worker went quiet is handed over again; the agent resumes it.
+        if bundle.status == InboundBundle.Status.DISPATCHING:
+            _release_to_resume(bundle)
+        queue.task_send(queue.BUNDLE_DISPATCH, bundle.pk)
+        return True
+
+    def give_up(spent) -> None:
+        for bundle in spent.filter(status=InboundBundle.Status.DISPATCHING).select_related("conversation__profile"):
             outbound.typing_stop(profile=bundle.conversation.profile)
-            failed += 1
-    redispatched = 0
-    retryable = InboundBundle.objects.filter(status=InboundBundle.Status.CLAIMED, attempts__lt=MAX_DISPATCH_ATTEMPTS)
-    for bundle_id in retryable.values_list("pk", flat=True):
-        queue.task_send(queue.BUNDLE_DISPATCH, bundle_id)
-        redispatched += 1
-    return {"conversations": fired, "bundles": redispatched, "failed": failed}
+        failed.extend(spent.values_list("pk", flat=True))
+        spent.update(status=InboundBundle.Status.FAILED,
+                     error=f"Not handed over after {MAX_DISPATCH_ATTEMPTS} attempts.")
+
+    # Claimed bundles are dispatched again (once per stale window: the re-queued mark), hand-overs
+    # whose heartbeat stopped are released first (the agent resumes them); neither past
+    # MAX_DISPATCH_ATTEMPTS.
+    redispatched = jobs.recover(
+        InboundBundle, running=Q(status=InboundBundle.Status.DISPATCHING), also=Q(status=InboundBundle.Status.CLAIMED),
+        stale_seconds=DISPATCH_STALE_SECONDS, max_attempts=MAX_DISPATCH_ATTEMPTS, now=now,
+        enqueue=redispatch, give_up=give_up)
+    return {"conversations": fired, "bundles": len(redispatched), "failed": len(failed)}

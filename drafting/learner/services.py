@@ -35,7 +35,7 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from google_workspace.errors import NotConnected
-from lindy import failures, queue
+from lindy import failures, jobs, queue
 from lindy.models import Membership
 from memory.draft import MemoryWriteError
 from router import gateway
@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 CONSUMED = (Proposal.Status.ACCEPTED, Proposal.Status.REJECTED, Proposal.Status.STALE, Proposal.Status.NO_EDIT)
 RUN_LEASE = timedelta(minutes=30)
+RUN_MAX_ATTEMPTS = 3  # deliveries of one run whose workers died before the sweep marks it failed
 MAX_CONTEXT_CHARS = 12000
 
 
@@ -210,17 +211,25 @@ def _pair_for_prompt(pair: DraftPair) -> dict:
             "draft": draft.body, "sent": sent_text(pair)}
 
 
-def learner_run(*, user, trigger: str = LearnerRun.Trigger.COMMAND, now: datetime | None = None) -> LearnerRun:
-    """One run of the learner for `user`. A run already going (within its lease) is returned as is."""
+def learner_run(*, user, trigger: str = LearnerRun.Trigger.COMMAND, now: datetime | None = None,
+                task_id: str = "") -> LearnerRun:
+    """One run of the learner for `user`. A run already going (its holder alive: within its lease)
+    is returned as is; one whose holder died (or whose own task is delivered again) is taken over
+    and run again, up to RUN_MAX_ATTEMPTS."""
     now = now or timezone.now()
     team = _team_of(user)
     with transaction.atomic():
         type(user).objects.select_for_update().filter(pk=user.pk).first()
-        running = LearnerRun.objects.filter(user=user, outcome=LearnerRun.Outcome.RUNNING,
-                                            started_at__gte=now - RUN_LEASE).first()
+        running = LearnerRun.objects.filter(user=user, outcome=LearnerRun.Outcome.RUNNING).order_by("-pk").first()
         if running is not None:
-            return running
-        run = LearnerRun.objects.create(user=user, team=team, trigger=trigger, started_at=now)
+            run = jobs.claim(LearnerRun.objects.all(), running.pk, task_id=task_id, waiting=Q(pk__in=[]),
+                             running=Q(outcome=LearnerRun.Outcome.RUNNING), stale_seconds=RUN_LEASE.total_seconds(),
+                             max_attempts=RUN_MAX_ATTEMPTS, now=now)
+            if run is None:
+                return running
+        else:
+            run = LearnerRun.objects.create(user=user, team=team, trigger=trigger, started_at=now, attempts=1,
+                                            lease_holder=jobs.holder(), lease_task_id=task_id[:255], heartbeat_at=now)
     try:
         outcome, message = _run(run, now=now)
     except Exception as exc:  # kept on the run, then surfaced to the task (which retries)
@@ -320,6 +329,18 @@ def learner_due(*, now: datetime | None = None) -> list[tuple[int, str]]:
     return due
 
 
+def learner_runs_recover(*, now: datetime | None = None) -> list[int]:
+    """Beat (with the cadence): queue again, once, each run whose worker died (a delivery of it
+    takes it over); one whose workers died RUN_MAX_ATTEMPTS times is marked failed."""
+    now = now or timezone.now()
+    return jobs.recover(
+        LearnerRun, running=Q(outcome=LearnerRun.Outcome.RUNNING), stale_seconds=RUN_LEASE.total_seconds(),
+        max_attempts=RUN_MAX_ATTEMPTS, now=now,
+        enqueue=lambda run: queue.enqueue_or_log("drafting.tasks.learner_run", run.user_id, run.trigger),
+        give_up={"outcome": LearnerRun.Outcome.FAILED, "finished_at": now,
+                 "message": f"Its worker died in each of {RUN_MAX_ATTEMPTS} attempts."})
+
+
 def learner_cadence_dispatch(*, now: datetime | None = None) -> list[int]:
     """The hourly beat job: queue a run for every user who is due. Returns their ids."""
     queued = []
@@ -332,6 +353,8 @@ def learner_cadence_dispatch(*, now: datetime | None = None) -> list[int]:
 # --- initialization (part 3) ----------------------------------------------------------------
 
 CLAIM_LEASE = timedelta(minutes=20)
+# Claims of both steps (each retried up to 5 times by its task) before the sweep gives up.
+INIT_MAX_ATTEMPTS = 12
 
 
 def context_init_start(*, user, months: int = 3) -> ContextInit:
@@ -355,21 +378,32 @@ def _enqueue_step(init: ContextInit, task_name: str) -> None:
 
 
 def _claim(init_id: int, status: str, task_id: str) -> ContextInit | None:
-    """Take the step: only one execution holds it (a dead holder's claim expires after CLAIM_LEASE)."""
-    now = timezone.now()
-    holder = task_id or f"inline-{now.timestamp()}"
-    taken = (ContextInit.objects.filter(pk=init_id, status=status)
-             .filter(Q(claimed_by="") | Q(claimed_by=holder) | Q(claimed_at__lt=now - CLAIM_LEASE))
-             .update(claimed_by=holder, claimed_at=now))
-    if not taken:
-        return None
-    init = ContextInit.objects.select_related("user", "team").get(pk=init_id)
-    ContextInit.objects.filter(pk=init_id).update(attempts=init.attempts + 1)
-    return init
+    """Take the step: only one execution holds it (lindy.jobs.claim; a dead holder's claim expires
+    after CLAIM_LEASE, or at once when its own task is delivered again)."""
+    holder = task_id or f"inline-{timezone.now().timestamp()}"
+    return jobs.claim(ContextInit.objects.select_related("user", "team"), init_id, task_id=holder,
+                      waiting=Q(status=status, lease_task_id=""), running=Q(status=status) & ~Q(lease_task_id=""),
+                      stale_seconds=CLAIM_LEASE.total_seconds(), max_attempts=INIT_MAX_ATTEMPTS)
 
 
 def _release(init: ContextInit, **fields) -> None:
-    ContextInit.objects.filter(pk=init.pk).update(claimed_by="", claimed_at=None, **fields)
+    ContextInit.objects.filter(pk=init.pk).update(lease_task_id="", heartbeat_at=None, **fields)
+
+
+INIT_STEP_TASKS: dict[str, str] = {ContextInit.Status.FETCHING: "drafting.tasks.learner_init_fetch",
+                   ContextInit.Status.COMPOSING: "drafting.tasks.learner_init_compose"}
+
+
+def context_inits_recover(*, now: datetime | None = None) -> list[int]:
+    """Beat (with the cadence): queue again, once, the step of each initialization whose worker died
+    holding it; one whose steps were claimed INIT_MAX_ATTEMPTS times is marked failed."""
+    now = now or timezone.now()
+    return jobs.recover(
+        ContextInit, running=Q(status__in=list(INIT_STEP_TASKS)) & ~Q(lease_task_id=""),
+        stale_seconds=CLAIM_LEASE.total_seconds(), max_attempts=INIT_MAX_ATTEMPTS, now=now,
+        enqueue=lambda init: queue.enqueue_or_log(INIT_STEP_TASKS[init.status], init.pk),
+        give_up={"status": ContextInit.Status.FAILED, "finished_at": now, "lease_task_id": "", "heartbeat_at": None,
+                 "error": f"Its steps were taken {INIT_MAX_ATTEMPTS} times and did not finish."})
 
 
 def context_init_fetch(*, init_id: int, task_id: str = "") -> int | None:

@@ -14,8 +14,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from lindy.jobs import LeasedJob
 
-class Draft(models.Model):
+
+class Draft(LeasedJob):
+    """Leased (lindy.jobs) while a worker drafts it: `heartbeat_at` is set from the claim until it
+    lets go, `null` when nobody holds it."""
+
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting to be drafted"
         SKIPPED = "skipped", "No reply needed"
@@ -41,7 +46,6 @@ class Draft(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     skip_reason = models.CharField(max_length=300, blank=True, help_text="Why no draft: the rule or the model.")
     error = models.TextField(blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True, help_text="A worker is drafting it (a lease).")
 
     # The draft.
     to = models.JSONField(default=list, blank=True)
@@ -84,6 +88,7 @@ class Draft(models.Model):
             models.Index(fields=["user", "-created_at"], name="drafting_draft_user_created"),
             models.Index(fields=["team", "created_at"], name="drafting_draft_team_created"),
             models.Index(fields=["user", "gmail_thread_id"], name="drafting_draft_user_thread"),
+            LeasedJob.sweep_index("drafting_draft_sweep"),
         ]
 
     def __str__(self):

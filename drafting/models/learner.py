@@ -16,6 +16,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from lindy.jobs import LeasedJob
+
 
 class HistoryBlob(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
@@ -35,7 +37,10 @@ class HistoryBlob(models.Model):
         return f"history of {self.user_id}: {self.thread_count} threads"
 
 
-class ContextInit(models.Model):
+class ContextInit(LeasedJob):
+    """Leased (lindy.jobs) by the task execution doing its current step: `lease_task_id` is
+    empty while nobody holds it; `attempts` counts the claims of both steps."""
+
     class Status(models.TextChoices):
         FETCHING = "fetching", "Fetching the user's mail"
         COMPOSING = "composing", "Composing and testing the context document"
@@ -51,10 +56,6 @@ class ContextInit(models.Model):
     blob = models.ForeignKey(HistoryBlob, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     proposal = models.ForeignKey("drafting.Proposal", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
-    # The claim: which task execution holds this step, and since when (a dead holder's claim expires).
-    claimed_by = models.CharField(max_length=100, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -62,12 +63,15 @@ class ContextInit(models.Model):
     class Meta:
         app_label = "drafting"
         ordering = ["-created_at", "-pk"]
+        indexes = [LeasedJob.sweep_index("drafting_cinit_sweep")]
 
     def __str__(self):
         return f"initialization {self.pk} ({self.status})"
 
 
-class LearnerRun(models.Model):
+class LearnerRun(LeasedJob):
+    STATUS_FIELD = "outcome"
+
     class Trigger(models.TextChoices):
         CADENCE = "cadence", "Enough new pairs (cadence)"
         FLOOR = "floor", "Daily floor"
@@ -95,7 +99,8 @@ class LearnerRun(models.Model):
     class Meta:
         app_label = "drafting"
         ordering = ["-started_at", "-pk"]
-        indexes = [models.Index(fields=["user", "-started_at"], name="drafting_lrun_user_started")]
+        indexes = [models.Index(fields=["user", "-started_at"], name="drafting_lrun_user_started"),
+                   LeasedJob.sweep_index("drafting_lrun_sweep", "outcome")]
 
     def __str__(self):
         return f"learner run {self.pk} ({self.outcome})"

@@ -25,7 +25,7 @@ from google_workspace.errors import GoogleError, NotConnected
 from google_workspace.messages import body_text, headers_of
 from google_workspace.models import GmailAccount
 from hydration.models import Item
-from lindy import failures, queue
+from lindy import failures, jobs, queue
 from lindy.models import Membership
 from memory.models import FileSystem
 from router import gateway
@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 PROCESS_TASK = "drafting.tasks.item_process"
 MAX_HISTORY_CHARS = 4000
 CLAIM_SECONDS = 600  # above the task's time limit
+MAX_ATTEMPTS = 5  # claims of one draft (deliveries, retries) before the sweep gives it up
 
 
 class Retry(Exception):
@@ -85,11 +86,13 @@ def sweep() -> int:
     since = timezone.now() - timedelta(hours=settings.LINDY_DRAFT_LOOKBACK_HOURS)
     systems = (Item.objects.filter(source="gmail", filesystem__kind=FileSystem.Kind.USER, occurred_at__gte=since)
                .values_list("filesystem_id", flat=True).distinct())
+    drafts_recover()
     return sum(items_enqueue(filesystem_id=fs_id) for fs_id in systems)
 
 
-@failures.captures("drafting_step", lambda *, item_id: {"route": "drafting", "run": f"drafting of item {item_id}"})
-def item_process(*, item_id: int) -> str:
+@failures.captures("drafting_step", lambda *, item_id, task_id="": {"route": "drafting",
+                                                                    "run": f"drafting of item {item_id}"})
+def item_process(*, item_id: int, task_id: str = "") -> str:
     """Draft a reply to an inbound email, or pair the user's sent email with its draft."""
     item = Item.objects.select_related("filesystem__owner").filter(pk=item_id).first()
     if item is None or item.source != "gmail" or item.filesystem.kind != FileSystem.Kind.USER:
@@ -98,7 +101,7 @@ def item_process(*, item_id: int) -> str:
         return sent_process(item=item)
     if not _recent(item):
         return "too old to draft"
-    return inbound_process(item=item)
+    return inbound_process(item=item, task_id=task_id)
 
 
 # --- Gmail ---------------------------------------------------------------------------------------
@@ -131,7 +134,7 @@ def _as_message(message: dict) -> prompts.Message:
 
 # --- Inbound mail: a draft -----------------------------------------------------------------------
 
-def inbound_process(*, item: Item) -> str:
+def inbound_process(*, item: Item, task_id: str = "") -> str:
     user = item.filesystem.owner
     team = _team(user)
     if team is None:
@@ -144,17 +147,31 @@ def inbound_process(*, item: Item) -> str:
         draft = Draft.objects.get(user=user, gmail_message_id=item.external_id)
     # Claimed by one worker at a time (a lease, not a lock: the Gmail draft is saved through the
     # outbox, which must commit its row before Gmail hears of it, outside any transaction of ours).
-    now = timezone.now()
-    claimed = (Draft.objects.filter(pk=draft.pk, status=Draft.Status.PENDING)
-               .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - timedelta(seconds=CLAIM_SECONDS)))
-               .update(claimed_at=now))
-    if not claimed:
+    # Nobody holds a draft whose heartbeat is empty; a holder is dead past CLAIM_SECONDS (no thread
+    # beats: that is longer than the task may run) or when its own task is delivered again.
+    claimed = jobs.claim(Draft.objects.all(), draft.pk, task_id=task_id,
+                         waiting=Q(status=Draft.Status.PENDING, heartbeat_at__isnull=True),
+                         running=Q(status=Draft.Status.PENDING, heartbeat_at__isnull=False),
+                         stale_seconds=CLAIM_SECONDS, max_attempts=MAX_ATTEMPTS)
+    if claimed is None:
         return "already handled"
-    draft.refresh_from_db()
     try:
-        return _draft(draft, user, team)
+        return _draft(claimed, user, team)
     finally:
-        Draft.objects.filter(pk=draft.pk).update(claimed_at=None)
+        Draft.objects.filter(jobs.held(claimed)).update(heartbeat_at=None)
+
+
+def drafts_recover(*, now=None) -> list[int]:
+    """Part of the sweep: draft again, once, each inbound email whose worker died while drafting it
+    (its item has a draft row, so the item sweep no longer sees it); one whose workers died
+    MAX_ATTEMPTS times is marked failed."""
+    now = now or timezone.now()
+    return jobs.recover(
+        Draft, running=Q(status=Draft.Status.PENDING, heartbeat_at__isnull=False, item__isnull=False),
+        stale_seconds=CLAIM_SECONDS, max_attempts=MAX_ATTEMPTS, now=now,
+        enqueue=lambda draft: queue.enqueue_or_log(PROCESS_TASK, draft.item_id),
+        give_up={"status": Draft.Status.FAILED, "heartbeat_at": None,
+                 "error": f"Its worker died in each of {MAX_ATTEMPTS} attempts."})
 
 
 def _skip(draft: Draft, reason: str) -> str:

@@ -12,19 +12,16 @@ does once claimed is hydration.services.pipeline.
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import threading
 from datetime import timedelta
 from decimal import Decimal
 from functools import partial
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from lindy import bulk, failures, queue
+from lindy import failures, jobs, queue
 from memory.models import FileSystem
 from router import budgets
 
@@ -124,114 +121,54 @@ def runs_enqueue_retry(*, limit: int = 500) -> list[int]:
     return requeued
 
 
-def _holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"[:255]
-
-
-def _dead_holder(now, task_id: str = "") -> Q:
-    """A running run whose holder is gone: its lease passed, its heartbeat went quiet, or the
-    delivery asking is the very task that held it (Celery redelivers a task whose worker died)."""
-    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
-    dead = Q(lease_until__lt=now) | Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
-    if task_id:
-        dead |= Q(lease_task_id=task_id)
-    return Q(status=Status.RUNNING) & dead
+def _dead_holder() -> Q:
+    """Hydration's own sign of a dead holder, beside lindy.jobs.quiet: a lease that passed (the
+    backstop of a run whose heartbeat is off)."""
+    return Q(lease_until__lt=timezone.now())
 
 
 def _claim(run_id: int, task_id: str = "") -> Run | None:
     now = timezone.now()
-    claimed = Run.objects.filter(
-        Q(status=Status.QUEUED) | (_dead_holder(now, task_id) & Q(attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)),
-        pk=run_id,
-    ).update(status=Status.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease(),
-             started_at=now, stage="Starting", lease_holder=_holder(), lease_task_id=task_id[:255],
-             heartbeat_at=now, requeued_at=None)
-    if not claimed:
-        return None
-    return Run.objects.select_related("filesystem", "filesystem__team", "filesystem__owner").get(pk=run_id)
-
-
-class _Heartbeat:
-    """While the run executes, a thread keeps its row current: the heartbeat (and lease) every
-    few seconds, even while the run waits minutes on one model call (a heartbeat that stops means
-    the worker died, and the run may be taken over without waiting for the lease to pass), and the
-    progress the run publishes (stage, usage) as soon as it changes. The run's own path spends no
-    round trip on progress, and a burst of stage changes while the thread writes is one write.
-    With the heartbeat off (HYDRATION_HEARTBEAT_SECONDS = 0) progress is written in place."""
-
-    def __init__(self, run: Run):
-        self.run = run
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._pending: dict | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> _Heartbeat:
-        interval = settings.HYDRATION_HEARTBEAT_SECONDS
-        # Inside the caller's transaction (the demo's seed) the run's row is uncommitted: a thread
-        # on its own connection can't see it (PostgreSQL) or waits on the caller's write lock
-        # (SQLite). Progress is then written in place, on the caller's connection.
-        if interval > 0 and not connection.in_atomic_block:
-            self._thread = threading.Thread(target=self._beat, args=(interval,), daemon=True,
-                                            name=f"hydration-heartbeat-{self.run.pk}")
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        # What is still pending is not written: the run's end (_finish) writes every field.
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def publish(self, fields: dict) -> None:
-        """Write these progress fields (with a fresh heartbeat and lease) soon: on the thread, or
-        here when there is none."""
-        if self._thread is None:
-            self._write(fields)
-            return
-        self._pending = fields  # one reference swap: the thread takes the latest
-        self._wake.set()
-
-    def _write(self, fields: dict) -> None:
-        run = self.run
-        now = timezone.now()
-        # A dozen times a run: the statement written directly, not built as a query each time.
-        bulk.row_update(Run, {"pk": run.pk, "attempts": run.attempts, "status": Status.RUNNING},
-                        {**fields, "heartbeat_at": now, "lease_until": now + _lease()})
-
-    def _beat(self, interval: float) -> None:
-        try:
-            while True:
-                self._wake.wait(interval)
-                if self._stop.is_set():
-                    return
-                self._wake.clear()
-                fields, self._pending = self._pending, None
-                try:
-                    self._write(fields or {})
-                except DatabaseError:  # a missed beat is no failure; the next one may get through
-                    logger.warning("hydration run %s: heartbeat failed", self.run.pk, exc_info=True)
-        finally:
-            connection.close()  # the thread's own connection
+    return jobs.claim(
+        Run.objects.select_related("filesystem", "filesystem__team", "filesystem__owner"), run_id,
+        task_id=task_id, waiting=Q(status=Status.QUEUED), running=Q(status=Status.RUNNING),
+        stale_seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS, max_attempts=settings.HYDRATION_RUN_MAX_ATTEMPTS,
+        dead=_dead_holder(), now=now,
+        status=Status.RUNNING, lease_until=now + _lease(), started_at=now, stage="Starting")
 
 
 class _Progress:
-    """Keeps the run's stage and usage up to date as it goes (written by the heartbeat)."""
+    """Keeps the run's stage and usage up to date as it goes. The heartbeat thread writes them
+    (with a fresh heartbeat and lease) as soon as they change: the run's own path spends no round
+    trip on progress, and a burst of stage changes while the thread writes is one write. With the
+    heartbeat off (HYDRATION_HEARTBEAT_SECONDS = 0, or inside the caller's transaction) progress is
+    written in place."""
 
-    def __init__(self, run: Run, heartbeat: _Heartbeat):
+    def __init__(self, run: Run):
         self.run = run
-        self.heartbeat = heartbeat
+        self._pending: dict | None = None
+        self.where = jobs.held(run)
+        self.beating = jobs.beating(run, interval=settings.HYDRATION_HEARTBEAT_SECONDS, fields=self._take)
+
+    def _take(self) -> dict:
+        # One reference swap: the thread writes the latest snapshot. What is still pending at the
+        # end is not written: the run's end (_finish) writes every field.
+        fields, self._pending = self._pending, None
+        return {**(fields or {}), "lease_until": timezone.now() + _lease()}
 
     def stage(self, text: str) -> None:
         run = self.run
         run.stage = text[:200]
         run.lease_until = timezone.now() + _lease()
         # A snapshot: the thread writes these values, whatever the run does meanwhile.
-        self.heartbeat.publish({
+        self._pending = {
             "stage": run.stage, "sources": dict(run.sources), "model_calls": run.model_calls,
             "input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "cost": run.cost,
-        })
+        }
+        if self.beating.running:
+            self.beating.wake()
+        else:
+            jobs.beat(run, where=self.where, **self._take())
 
     def call(self, completion) -> None:
         run = self.run
@@ -243,13 +180,13 @@ class _Progress:
 
 def run_execute(*, run_id: int, task_id: str = "") -> Run | None:
     """Do the run if it is still to be done: queued, or running for a holder that is dead (see
-    _dead_holder). A duplicate delivery while the holder lives does nothing. `task_id` is the
+    lindy.jobs.claim). A duplicate delivery while the holder lives does nothing. `task_id` is the
     Celery task id of this delivery, recorded in the lease."""
     run = _claim(run_id, task_id)
     if run is None:
         return None
-    with _Heartbeat(run) as heartbeat:
-        progress = _Progress(run, heartbeat)
+    progress = _Progress(run)
+    with progress.beating:
         try:
             with budgets.background():
                 return _pipeline(run, progress)
@@ -274,32 +211,18 @@ def _wait_for_budget(run: Run) -> None:
 def runs_recover(*, now=None, limit: int = 500) -> list[int]:
     """The recovery sweep (beat, every HYDRATION_RECOVER_EVERY_SECONDS): queue again each running
     run whose heartbeat went quiet, since a worker killed whole leaves its message unacknowledged
-    until the broker's visibility timeout (1 h). Idempotent: a run is queued once per stale window
-    (`requeued_at`), and a delivery that finds the run taken over does nothing (the lease decides).
-    A run whose workers died HYDRATION_RUN_MAX_ATTEMPTS times is given up, its items kept.
-    Returns the runs queued."""
+    until the broker's visibility timeout (1 h). Idempotent (lindy.jobs.recover): a run is queued
+    once per stale window, and a delivery that finds the run taken over does nothing (the lease
+    decides). A run whose workers died HYDRATION_RUN_MAX_ATTEMPTS times is given up, its items
+    kept. Returns the runs queued."""
     now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS)
-    dead = Run.objects.filter(_dead_holder(now))
-    dead.filter(attempts__gte=settings.HYDRATION_RUN_MAX_ATTEMPTS).update(
-        status=Status.INTERRUPTED, finished_at=now, stage="Interrupted",
-        error=f"Its worker died in each of {settings.HYDRATION_RUN_MAX_ATTEMPTS} attempts; the next run picks up "
-              "its stored items.")
-    due = dead.filter(Q(requeued_at__isnull=True) | Q(requeued_at__lt=stale),
-                      attempts__lt=settings.HYDRATION_RUN_MAX_ATTEMPTS)
-    queued = []
-    for run_id in due.order_by("pk").values_list("pk", flat=True)[:limit]:
-        # Mark first, so two sweeps never both queue it; unmark when the broker refuses.
-        if not due.filter(pk=run_id).update(requeued_at=now):
-            continue
-        try:
-            queue.enqueue(HYDRATE_TASK, run_id)
-        except Exception:
-            logger.exception("hydration run %s: could not queue it again; the next sweep will", run_id)
-            Run.objects.filter(pk=run_id, requeued_at=now).update(requeued_at=None)
-            continue
-        queued.append(run_id)
-    return queued
+    cap = settings.HYDRATION_RUN_MAX_ATTEMPTS
+    return jobs.recover(
+        Run, running=Q(status=Status.RUNNING), also=Q(status=Status.RUNNING) & _dead_holder(),
+        stale_seconds=settings.HYDRATION_HEARTBEAT_STALE_SECONDS, max_attempts=cap, now=now, limit=limit,
+        enqueue=lambda run: queue.enqueue(HYDRATE_TASK, run.pk),
+        give_up={"status": Status.INTERRUPTED, "finished_at": now, "stage": "Interrupted",
+                 "error": f"Its worker died in each of {cap} attempts; the next run picks up its stored items."})
 
 
 def run_now_sync(*, filesystem: FileSystem, trigger: str = Run.Trigger.COMMAND, user=None) -> Run:

@@ -45,22 +45,20 @@ import hashlib
 import json
 import logging
 import os
-import socket
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
-from lindy import heartbeat
+from lindy import jobs
 
 from .. import gateway, prompts, routing, variants
 from ..budgets import BudgetExhausted
@@ -388,21 +386,13 @@ class Progress:
 
 
 def _claim(run_id: int, task_id: str) -> OptimizationRun | None:
-    """Take the run for this delivery, unless another live worker holds it or it is finished."""
-    now = timezone.now()
-    with transaction.atomic():
-        run = OptimizationRun.objects.select_for_update().select_related("route", "target").filter(pk=run_id).first()
-        if run is None or not run.is_active:
-            return None
-        fresh = run.heartbeat_at and (now - run.heartbeat_at).total_seconds() < _stale_seconds()
-        # The same message redelivered (its worker died) takes over at once; another delivery
-        # waits until the holder has been quiet for the stale window.
-        if run.status == OptimizationRun.Status.RUNNING and fresh and task_id != run.lease_task_id:
-            return None
-        run.status, run.attempts, run.heartbeat_at = OptimizationRun.Status.RUNNING, run.attempts + 1, now
-        run.lease_task_id, run.lease_holder = task_id, f"{socket.gethostname()}:{os.getpid()}"
-        run.save(update_fields=["status", "attempts", "heartbeat_at", "lease_task_id", "lease_holder"])
-        return run
+    """Take the run for this delivery, unless another live worker holds it, it is finished or it
+    used up its attempts. The same message redelivered (its worker died) takes over at once;
+    another delivery waits until the holder has been quiet for the stale window."""
+    return jobs.claim(OptimizationRun.objects.select_related("route", "target"), run_id, task_id=task_id,
+                      waiting=Q(status=OptimizationRun.Status.QUEUED),
+                      running=Q(status=OptimizationRun.Status.RUNNING), stale_seconds=_stale_seconds(),
+                      max_attempts=settings.ROUTER_OPTIMIZE_MAX_ATTEMPTS, status=OptimizationRun.Status.RUNNING)
 
 
 def _finish(run: OptimizationRun, *, status: str, stop_reason: str = "", error: str = "") -> OptimizationRun:
@@ -421,15 +411,8 @@ def optimization_run_execute(*, run_id: int, task_id: str = "") -> OptimizationR
         return OptimizationRun.objects.filter(pk=run_id).first()
     # A thread beats while gepa works (one model call may block for minutes): a run whose beats stop
     # is taken over within the stale window and one sweep period (under a minute).
-    with heartbeat.Beating(settings.ROUTER_OPTIMIZE_HEARTBEAT_SECONDS, partial(_beat, run),
-                           name=f"optimization-heartbeat-{run.pk}"):
+    with jobs.beating(run, interval=settings.ROUTER_OPTIMIZE_HEARTBEAT_SECONDS):
         return _execute(run)
-
-
-def _beat(run: OptimizationRun) -> None:
-    # Only while this delivery still holds the run: a takeover's beats are its own.
-    OptimizationRun.objects.filter(pk=run.pk, status=OptimizationRun.Status.RUNNING, lease_task_id=run.lease_task_id,
-                                   lease_holder=run.lease_holder).update(heartbeat_at=timezone.now())
 
 
 def _execute(run: OptimizationRun) -> OptimizationRun:
@@ -582,19 +565,22 @@ def store_candidates(*, run: OptimizationRun, state, seed: dict[str, str]) -> li
     return stored
 
 
-def optimization_recover() -> list[int]:
+def optimization_recover(*, now=None) -> list[int]:
     """Beat: queue again the runs whose worker went quiet (a whole worker killed keeps its
-    message unacknowledged for the broker's visibility timeout)."""
+    message unacknowledged for the broker's visibility timeout), and queued runs no worker picked
+    up. Each once (lindy.jobs.recover): a run it queued is not queued again by the next sweep, and a
+    run whose workers died ROUTER_OPTIMIZE_MAX_ATTEMPTS times is marked failed instead."""
     from lindy import queue
 
-    cutoff = timezone.now() - timedelta(seconds=_stale_seconds())
-    stale = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
-                 .values_list("pk", flat=True))
-    queued = list(OptimizationRun.objects.filter(status=OptimizationRun.Status.QUEUED,
-                                                 created_at__lt=cutoff).values_list("pk", flat=True))
-    for run_id in stale + queued:
-        queue.enqueue_or_log(OPTIMIZE_TASK, run_id)
-    return stale + queued
+    now = now or timezone.now()
+    cap = settings.ROUTER_OPTIMIZE_MAX_ATTEMPTS
+    cutoff = now - timedelta(seconds=_stale_seconds())
+    return jobs.recover(
+        OptimizationRun, running=Q(status=OptimizationRun.Status.RUNNING),
+        also=Q(status=OptimizationRun.Status.QUEUED, created_at__lt=cutoff), stale_seconds=_stale_seconds(),
+        max_attempts=cap, now=now, enqueue=lambda run: queue.enqueue_or_log(OPTIMIZE_TASK, run.pk),
+        give_up={"status": OptimizationRun.Status.FAILED, "finished_at": now,
+                 "error": f"Its worker died in each of {cap} attempts."})
 
 
 __all__ = [

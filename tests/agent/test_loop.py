@@ -76,6 +76,73 @@ def test_a_bundle_handed_over_again_records_each_text_once_and_is_answered_once(
     assert task.events.filter(actor="user").count() == 2 and len(SENT) == 1
 
 
+class Killed(BaseException):
+    """A worker killed outright: nothing after this point runs, no handler catches it."""
+
+
+def test_a_run_killed_after_its_reply_was_proposed_is_resumed_and_answers_once(cast, monkeypatch):
+    """The worker died right after the proposal event was committed, before the reply went out.
+    Handed over again, the agent executes that proposal once (keyed in the outbox) and does not
+    run the turn again; a third hand-over does nothing."""
+    messages = [{"text": "what's on today?", "received_at": "2026-11-29T10:00:00+00:00"}]
+    proposed = agent_loop._call_event
+
+    def killed_after_proposal(task, tool, arguments, justification):
+        proposed(task, tool, arguments, justification)
+        raise Killed()
+
+    monkeypatch.setattr(agent_loop, "_call_event", killed_after_proposal)
+    with pytest.raises(Killed):
+        agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                      messages=messages)
+    monkeypatch.setattr(agent_loop, "_call_event", proposed)
+    assert SENT == [] and OutboxEntry.objects.filter(tool="reply_to_user").count() == 0
+    calls_before = ModelCall.objects.filter(route="agent").count()
+
+    task = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                         messages=messages)
+    assert len(SENT) == 1 and SENT[0]["channel"] == "imessage"
+    # Resumed from the proposal and its result: the one model turn after it closes the run.
+    assert ModelCall.objects.filter(route="agent").count() == calls_before + 1
+    assert OutboxEntry.objects.get(tool="reply_to_user").status == "sent"
+    assert list(task.events.exclude(tool_name="").values_list("actor", "tool_name")) == [
+        ("assistant", "reply_to_user"), ("tool", "reply_to_user")]
+
+    agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9", messages=messages)
+    assert len(SENT) == 1 and task.events.filter(tool_name="reply_to_user").count() == 2
+
+
+def test_a_validated_action_killed_before_it_ran_runs_once_with_its_decision(cast, monkeypatch):
+    """Killed after the validator allowed an action and its proposal was recorded: the resumed run
+    executes it under the same decision (not validated again), once; then the agent goes on and
+    replies, once."""
+    messages = [{"text": "Send an email to jane@initech.test saying the contract is signed.",
+                 "received_at": "2026-11-29T10:00:00+00:00"}]
+    proposed = agent_loop._call_event
+
+    def killed_after_email_proposal(task, tool, arguments, justification):
+        proposed(task, tool, arguments, justification)
+        if tool == "send_email":
+            raise Killed()
+
+    monkeypatch.setattr(agent_loop, "_call_event", killed_after_email_proposal)
+    with pytest.raises(Killed):
+        agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                      messages=messages)
+    monkeypatch.setattr(agent_loop, "_call_event", proposed)
+    assert Decision.objects.get(tool="send_email").status == Decision.Status.ALLOWED
+    assert not OutboxEntry.objects.exists()
+
+    for _ in range(2):
+        task = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-9",
+                                             messages=messages)
+    decision = Decision.objects.get(tool="send_email")  # one decision: the resumed run did not ask the validator again
+    assert decision.status == Decision.Status.EXECUTED
+    assert OutboxEntry.objects.get(tool="send_email").decision == decision
+    assert len(SENT) == 1 and OutboxEntry.objects.filter(tool="reply_to_user").count() == 1
+    assert task.events.filter(actor="tool", tool_name="send_email").count() == 1
+
+
 def test_bundle_with_attachment_and_reaction(cast):
     task = agent_services.handle_inbound(user=cast.member, channel="slack", conversation_ref="D1", messages=[
         {"text": "see this", "received_at": "2026-11-29T10:00:00Z", "attachments": [{"name": "deck.pdf"}]},

@@ -85,3 +85,29 @@ def record_statements_so_far(*, user, channel, conversation_ref, messages):
     from django.db import connection
 
     CALLS.append({"user": user, "messages": messages, "statements": len(connection.queries_log)})
+
+
+PROPOSED_KEY = "test:channels:agent-proposed"
+
+
+def agent_pausing_after_proposal(*, user, channel, conversation_ref, messages):
+    """The real agent, in a worker the test kills: once its reply to the user is proposed (the
+    event committed), it says so in Redis and blocks, so the kill lands exactly there."""
+    from agent import loop
+    from agent import services as agent_services
+
+    proposed = loop._call_event
+
+    def call_event_then_block(task, tool, arguments, justification):
+        proposed(task, tool, arguments, justification)
+        if tool in loop.USER_MESSAGE_TOOLS:
+            _redis().set(PROPOSED_KEY, task.pk)
+            while True:  # until the test kills the worker
+                time.sleep(0.2)
+
+    loop._call_event = call_event_then_block
+    try:
+        return agent_services.handle_inbound(user=user, channel=channel, conversation_ref=conversation_ref,
+                                             messages=messages)
+    finally:
+        loop._call_event = proposed

@@ -268,7 +268,7 @@ def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, l
         assert bundle.status == InboundBundle.Status.FAILED and "crashed after replying" in bundle.error
         # A Celery retry, a redelivery or the sweep, now or long after: none reaches the agent again.
         assert services.bundle_dispatch(bundle_id=bundle_id) == "already"
-        InboundBundle.objects.filter(pk=bundle_id).update(claimed_at=timezone.now() - timedelta(hours=2))
+        InboundBundle.objects.filter(pk=bundle_id).update(heartbeat_at=timezone.now() - timedelta(hours=2))
         assert services.debounce_recover()["bundles"] == 0
     assert len(recorder.CALLS) == 1
     assert len(linq.sends()) == 1
@@ -311,12 +311,13 @@ def test_agent_past_its_soft_time_limit_is_not_run_again(cast, linq, line):
     assert len(recorder.CALLS) == 1
 
 
-def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None):
+def _dispatching(bundle_id, *, age_seconds, handed_over=True, mark=None, beat_seconds=None):
     now = timezone.now()
     from lindy.models import TaskEvent
 
+    beat = age_seconds if beat_seconds is None else beat_seconds
     InboundBundle.objects.filter(pk=bundle_id).update(
-        status=InboundBundle.Status.DISPATCHING, claimed_at=now - timedelta(seconds=age_seconds), attempts=1,
+        status=InboundBundle.Status.DISPATCHING, heartbeat_at=now - timedelta(seconds=beat), attempts=1,
         handed_over_at=(now - timedelta(seconds=age_seconds)) if handed_over else None,
         task_event_mark=(TaskEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) if mark is None
         else mark,
@@ -332,14 +333,16 @@ def test_sweep_never_takes_a_slow_live_run_for_dead(cast, linq, line):
         assert dispatch_lease_seconds() > tasks.bundle_dispatch.time_limit
         profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
         bundle_id = _claimed_bundle(profile, line)
-        _dispatching(bundle_id, age_seconds=tasks.bundle_dispatch.time_limit - 1)  # the agent is still thinking
+        # The agent is still thinking, nearly at the time limit, and its thread still beats.
+        _dispatching(bundle_id, age_seconds=tasks.bundle_dispatch.time_limit - 1, beat_seconds=2)
         assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 0}
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.DISPATCHING
 
 
-def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast, linq, twilio, line, handler,
-                                                                          monkeypatch):
+def test_sweep_hands_a_dead_hand_over_again_so_the_agent_resumes_it(cast, linq, twilio, line, handler,
+                                                                    monkeypatch):
     from channels_app import tasks
+    from channels_app.services.dispatch import MAX_DISPATCH_ATTEMPTS
     from lindy import services as lindy_services
 
     monkeypatch.setattr(tasks.bundle_dispatch, "apply_async",
@@ -361,12 +364,22 @@ def test_sweep_releases_a_dead_hand_over_only_when_the_agent_left_no_trace(cast,
     assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
     assert InboundBundle.objects.get(pk=recorded).status == InboundBundle.Status.DISPATCHED and len(handler) == 2
 
+    # Killed after the agent had begun: handed over again all the same, for the agent resumes from
+    # its last recorded step (tests/agent/test_loop.py: a proposed action runs once, nothing twice).
     other = _claimed_bundle(profile, line, text="and tomorrow?")
     _dispatching(other, age_seconds=3600)
     lindy_services.task_event_add(task=task, actor="assistant", content="Checking.")  # the agent had begun
+    assert services.debounce_recover() == {"conversations": 0, "bundles": 1, "failed": 0}
+    assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.DISPATCHED
+    assert len(handler) == 3
+
+    # Within the attempt cap only: a bundle that keeps killing its workers is left for a person.
+    capped = _claimed_bundle(profile, line, text="and next week?")
+    _dispatching(capped, age_seconds=3600)
+    InboundBundle.objects.filter(pk=capped).update(attempts=MAX_DISPATCH_ATTEMPTS)
     assert services.debounce_recover() == {"conversations": 0, "bundles": 0, "failed": 1}
-    assert InboundBundle.objects.get(pk=other).status == InboundBundle.Status.FAILED
-    assert len(handler) == 2
+    assert InboundBundle.objects.get(pk=capped).status == InboundBundle.Status.FAILED
+    assert len(handler) == 3
 
 
 def test_sweep_takes_over_a_hand_over_whose_heartbeat_stopped_without_waiting_for_the_lease(

@@ -17,7 +17,9 @@ def test_demo_hydration_diff_and_provenance_in_the_browser(browser_page, monkeyp
     queued = []
     monkeypatch.setattr(tasks.hydrate, "apply_async", lambda args=(), kwargs=None, **_: queued.append(args[0]))
     ctx = demo.seed()
+    runs = Run.objects.count()
     demo.seed()  # idempotent: no second run
+    assert Run.objects.count() == runs
     user_fs = ctx.users["user@acme.test"].memory_filesystem
     team_fs = ctx.teams["Acme"].memory_filesystem
     # The hydration demo's run of each; the analyst's demo adds two runs of the user's memory that

@@ -122,7 +122,7 @@ def test_an_agent_run_that_fails_after_acting_is_never_run_again(cast, providers
 
     monkeypatch.undo()
     assert channels.bundle_dispatch(bundle_id=bundle.pk) == "already"
-    InboundBundle.objects.filter(pk=bundle.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
+    InboundBundle.objects.filter(pk=bundle.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     assert channels.debounce_recover()["bundles"] == 0
     assert OutboxEntry.objects.filter(tool="send_email").count() == 1
     assert AgentTask.objects.get(owner=cast.member).events.filter(actor="user").count() == 1

@@ -122,7 +122,7 @@ def test_the_debounce_delay_is_measured_from_the_last_message_to_the_claim(cast)
 
     conversation = Conversation.objects.create(profile=TextingProfile.objects.create(user=cast.member, phone="+15550001"))
     start = timezone.now()
-    bundle = InboundBundle.objects.create(conversation=conversation, claimed_at=start + timedelta(seconds=13.5))
+    bundle = InboundBundle.objects.create(conversation=conversation, heartbeat_at=start + timedelta(seconds=13.5))
     for n, at in enumerate((0, 10)):
         InboundMessage.objects.create(channel="imessage", provider_id=f"m{n}", from_phone="+15550001",
                                       conversation=conversation, bundle=bundle, received_at=start + timedelta(seconds=at))

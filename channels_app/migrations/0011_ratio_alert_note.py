@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('channels_app', '0008_bundle_heartbeat'),
+        ('channels_app', '0010_leased_job'),
     ]
 
     operations = [
