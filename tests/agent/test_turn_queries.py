@@ -16,7 +16,10 @@ from validator.models import Decision
 
 pytestmark = pytest.mark.django_db
 
-MAX_QUERIES = 75  # 69 on PostgreSQL today
+# 76 on SQLite today, with the resumable turn's lookups (issue 30: the agent resumes a killed turn
+# from its last step, and a user message carries its execution key). A query per memory line would
+# add 300 over the 300-line case: the bound stays far below that.
+MAX_QUERIES = 85
 
 
 def _memory(user, lines):
