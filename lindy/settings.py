@@ -314,14 +314,6 @@ if SENTRY_DSN:
                     environment=env.text("SENTRY_ENVIRONMENT", "production"),
                     traces_sample_rate=env.number("SENTRY_TRACES_SAMPLE_RATE", 0.0, min=0, max=1))
 
-# Seams between apps, as dotted paths so each side can land first.
-# channels_app hands a debounced bundle of inbound messages to the agent:
-#   handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[dict]) -> AgentTask
-LINDY_INBOUND_HANDLER = env.dotted_path("LINDY_INBOUND_HANDLER", "agent.services.handle_inbound")
-# The agent's exempt user-only tools (reply_to_user, send_sms_to_user) send through channels:
-#   user_message_send(*, user, body: str, channel: str | None = None) -> dict
-LINDY_USER_MESSAGE_SENDER = env.dotted_path("LINDY_USER_MESSAGE_SENDER", "channels_app.services.user_message_send")
-
 # Router (model routing, rollouts, cost).
 # Share of rollout calls whose request and answer are kept for the online judge.
 ROUTER_ONLINE_EVAL_SAMPLE_RATE = env.number("ROUTER_ONLINE_EVAL_SAMPLE_RATE", 0.1, min=0, max=1)
