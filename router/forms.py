@@ -61,9 +61,8 @@ class ProviderEditForm(forms.ModelForm):
 
 
 def _variant_choices(route: Route, variants: Sequence[str] | None = None):
-    if variants is None:
-        variants = PromptVariant.objects.filter(route=route).values_list("name", flat=True)
-    return [(v, v) for v in variants]
+    names = variants if variants is not None else PromptVariant.objects.filter(route=route).values_list("name", flat=True)
+    return [(v, v) for v in names]
 
 
 def _offer(field: forms.Field, targets: Sequence[Target] | None) -> None:
