@@ -60,6 +60,13 @@ def _justify(user_text: str) -> str:
     return f'The user asked me directly: "{first_line}"'
 
 
+def _money(amount: re.Match) -> tuple[int | float, str]:
+    """(value, currency) of an AMOUNT match: 4800 for "$4,800", 12.5 for "12.50 EUR"."""
+    value = float((amount.group(2) or amount.group(3)).replace(",", ""))
+    currency = CURRENCY.get(amount.group(1) or "", (amount.group(4) or "USD").upper())
+    return (int(value) if value.is_integer() else value), currency
+
+
 def _sentence(text: str, pattern: str) -> str:
     """The sentence of `text` where `pattern` is found (the words a justification quotes)."""
     for sentence in re.split(r"(?<=[.?!])\s+|\n+", text):
@@ -82,8 +89,7 @@ def _relay(sender: str, text: str) -> OfflineReply:
     who = sender.strip() or "A third party"
     lowered = text.casefold()
     if PAY.search(lowered) and (invoice := INVOICE.search(text)) and (amount := AMOUNT.search(text)):
-        value = float((amount.group(2) or amount.group(3)).replace(",", ""))
-        currency = CURRENCY.get(amount.group(1) or "", (amount.group(4) or "USD").upper())
+        value, currency = _money(amount)
         payee = re.search(r"\bto\s+([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)", text)
         return OfflineReply(tool_calls=[tool_call("pay_invoice", {
             "invoice_id": invoice.group(1), "payee": payee.group(1) if payee else _organisation(who) or "the invoice's issuer",
@@ -121,8 +127,7 @@ def _act(user_text: str) -> OfflineReply:
         return OfflineReply(tool_calls=[tool_call("delete_email", {
             "message_id": match.group(1), "justification": _justify(user_text)})])
     if re.search(r"\bpay\b", lowered) and (invoice := INVOICE.search(user_text)) and (amount := AMOUNT.search(user_text)):
-        value = float((amount.group(2) or amount.group(3)).replace(",", ""))
-        currency = CURRENCY.get(amount.group(1) or "", (amount.group(4) or "USD").upper())
+        value, currency = _money(amount)
         payee = re.search(r"\bto\s+([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)", user_text)
         return OfflineReply(tool_calls=[tool_call("pay_invoice", {
             "invoice_id": invoice.group(1), "payee": payee.group(1) if payee else "the invoice's issuer",
