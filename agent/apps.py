@@ -9,7 +9,7 @@ class AgentConfig(AppConfig):
         from django.conf import settings
 
         from lindy import demo as core_demo
-        from lindy import schedules
+        from lindy import schedules, seams
         from router import variants
         from router.routing import register_route
         from validator import runner
@@ -22,12 +22,14 @@ class AgentConfig(AppConfig):
             tasks,  # noqa: F401  (registers agent_run, which the runner enqueues by name)
         )
         from .loop import ROUTE
-        from .services import ActionRunner
+        from .services import ActionRunner, handle_inbound
 
         register_route(ROUTE, owner=self.label, label="The assistant", description="The assistant's own turns in a task.")
         variants.register({ROUTE: prompts.DESCRIPTIONS}, owner=self.label)
 
         runner.register(ActionRunner())
+        # Channels hand each debounced bundle of a user's texts to the agent through this hook.
+        seams.register_inbound_handler(handle_inbound)
         schedules.register(schedules.Periodic(
             name="agent.outbox_resume", task="agent.tasks.outbox_resume",
             every_seconds=settings.LINDY_ACTION_RESUME_AFTER_SECONDS,

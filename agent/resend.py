@@ -4,9 +4,9 @@ Once per message: the failed entry names the entry that re-sent it."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
-from django.utils.module_loading import import_string
+
+from lindy import seams
 
 from .models import OutboxEntry
 
@@ -47,7 +47,7 @@ def user_message_resend(*, entry_id: int, user) -> OutboxEntry:
             raise NotResendable("This message cannot be sent again: it was sent, sent again already, or "
                                 "no channel can carry it (you never texted the assistant, or you opted out).")
         channel = other_channel(entry)
-        sender = import_string(settings.LINDY_USER_MESSAGE_SENDER)
+        sender = seams.user_message_sender()
         try:
             response = sender(user=user, body=entry.arguments["body"], channel=channel)
         except Exception as exc:  # the outcome is recorded and said; nothing is raised at the person

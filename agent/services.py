@@ -97,7 +97,7 @@ def conversation_task(*, user, channel: str, conversation_ref: str, first_text: 
 
 
 def handle_inbound(*, user, channel: str, conversation_ref: str, messages: list[dict]) -> AgentTask:
-    """The seam channels call (settings.LINDY_INBOUND_HANDLER): record a debounced bundle of the
+    """The hook channels call (registered in lindy.seams by apps.py): record a debounced bundle of the
     user's messages on their conversation task, then run the agent on it. Synchronously:
     channels call it from their own debounce Celery task, so the work already runs in a worker."""
     texts = [_message_text(m) for m in messages]

@@ -23,14 +23,14 @@ PLAIN = "What is on my plate today?"
 
 
 @pytest.mark.django_db
-def test_agent_turn_cpu(monkeypatch, settings):
+def test_agent_turn_cpu(monkeypatch, seam):
     from agent import services as agent_services
     from lindy import services as core
     from lindy.models import TaskEvent
     from tests.validator.helpers import RECORDER
     from validator.models import Decision
 
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    seam.user_message_sender = RECORDER
     _, user, _ = memory_bench.personal(FILES)
     team = user.memberships.get().team
     clock = outside_model.ModelClock(monkeypatch)

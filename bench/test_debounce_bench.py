@@ -57,6 +57,7 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
     from tests.factories import TeamFactory, member_of
     from tests.fakes.linq import FakeLinq
     from tests.fixtures.celery_worker import WorkerProcess
+    from tests.seams import replaced
 
     app.loader.import_default_modules()  # every app's tasks, as a worker has them
     base = settings.CELERY_TASK_DEFAULT_QUEUE
@@ -65,12 +66,12 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
             conn.default_channel.queue_purge(name)
     workers = []
     with FakeLinq() as linq:
-        wiring = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
+        wiring = {**linq.settings(), "LINDY_TEST_INBOUND_HANDLER": "tests.channels_app.recorder.record",
                   "CHANNELS_DEBOUNCE_SECONDS": "3", "LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": "2000", "LINDY_WORKER_THREADS": "50"}
         for key, value in wiring.items():
             monkeypatch.setenv(key, value)
-        with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
-                               CHANNELS_DEBOUNCE_SECONDS=3):
+        with override_settings(**linq.settings(), CHANNELS_DEBOUNCE_SECONDS=3), \
+                replaced(inbound_handler=recorder.record):
             recorder.reset()
             try:
                 # As the Procfile runs them: two processes for channels, one threaded process each for

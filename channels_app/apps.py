@@ -26,10 +26,13 @@ class ChannelsAppConfig(AppConfig):
         )
         from .services.erasure import user_texts_erase
         from .services.media import TRANSCRIBE_ROUTE
+        from .services.outbound import user_message_send
 
         erasure.register("channels.inbound_messages", user_texts_erase)
         # Hydration reads the Slack channels switched on for memory through this provider.
         seams.register_slack_channels(for_team=selectors.memory_feeds_for_team, for_user=selectors.memory_feeds_for_user)
+        # The agent's messages to a user themself go out through this sender.
+        seams.register_user_message_sender(user_message_send)
         # Other apps' operational alerts (the validator's block rates) go to the same people and channel.
         from .services.alerts import email_support, post_to_ops_slack
 

@@ -1,4 +1,4 @@
-"""Typed reads of the environment for lindy/settings.py.
+"""Typed reads of the environment for the settings (lindy/settings/).
 
 Each reader parses one variable with `environs`, with its type and bounds. A value that does not parse stops start-up with ImproperlyConfigured naming the variable, the
 value and the expected form, in one line. An unset or empty variable takes the default.

@@ -7,12 +7,19 @@ and lint-imports cannot see).
 - Slack channels for memory: channels_app owns the installations; hydration's Slack source asks
   here for the channels switched on for a team's or a user's memory, as plain values, so it
   depends on neither channels' models nor their shape.
+- `inbound_handler`: channels_app hands a debounced bundle of a user's texts to it; the agent,
+  above channels, registers `agent.services.handle_inbound`.
+- `user_message_sender`: the agent's user-only tools (reply_to_user, send_sms_to_user) and its
+  resend send through it; channels_app registers `channels_app.services.user_message_send`.
+
+Tests swap an entry with `tests/seams.py` (`replaced`, or the `seams` fixture), restored after.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from django.dispatch import Signal
 
@@ -46,3 +53,48 @@ def slack_channels(kind: str, holder) -> list[SlackMemoryChannel]:
     (`kind="user"`, holder a User); none while no provider is registered."""
     provider = _slack_channels.get(kind)
     return list(provider(holder)) if provider else []
+
+
+class NotRegistered(LookupError):
+    """A hook no app registered (its app is not in INSTALLED_APPS, or its ready() did not run)."""
+
+
+class InboundHandler(Protocol):
+    """Records a debounced bundle of `user`'s messages and answers it; returns the task it fed."""
+
+    def __call__(self, *, user: Any, channel: str, conversation_ref: str, messages: list[dict]) -> Any: ...
+
+
+class UserMessageSender(Protocol):
+    """Sends `body` to `user` in their one-to-one thread (`channel` None, "imessage" or "sms");
+    returns what happened (`{"sent": False, "reason": ...}` when it was not sent)."""
+
+    def __call__(self, *, user: Any, body: str, channel: str | None = None) -> Any: ...
+
+
+_hooks: dict[str, Any] = {}
+
+
+def register_inbound_handler(handler: InboundHandler) -> None:
+    """The one taker of inbound bundles (the agent registers it)."""
+    _hooks["inbound_handler"] = handler
+
+
+def inbound_handler() -> InboundHandler:
+    return _registered("inbound_handler")
+
+
+def register_user_message_sender(sender: UserMessageSender) -> None:
+    """The one sender of messages to a user themself (channels_app registers it)."""
+    _hooks["user_message_sender"] = sender
+
+
+def user_message_sender() -> UserMessageSender:
+    return _registered("user_message_sender")
+
+
+def _registered(name: str) -> Any:
+    try:
+        return _hooks[name]
+    except KeyError:
+        raise NotRegistered(f"no app registered lindy.seams {name}") from None

@@ -9,6 +9,7 @@ from django.test import Client
 from lindy import outages, services
 from lindy.models import Membership
 from router import routing
+from tests import seams
 from tests.factories import TeamFactory, UserFactory, member_of
 
 pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
@@ -35,6 +36,14 @@ class Cast:
         self.other_admin = member_of(self.other_team, Membership.Role.ADMIN, email="admin@globex.example")
         self.support = UserFactory(email="support@lindy.example", is_support=True)
         self.superuser = UserFactory(email="root@lindy.example", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def seam():
+    """`seam.user_message_sender = fn` (or `inbound_handler`) swaps a lindy.seams hook until the test
+    ends (tests/seams.py)."""
+    with seams.replaced():
+        yield seams.Seam()
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
-"""Messages to the user themself, through the channels seam (settings.LINDY_USER_MESSAGE_SENDER)."""
+"""Messages to the user themself, through the sender channels register (lindy.seams.user_message_sender)."""
 
 from __future__ import annotations
 
 import logging
 
-from django.conf import settings
-from django.utils.module_loading import import_string
+from lindy import seams
 
 from ..models import OutboxEntry
 from .execution import execution_key, result_for
@@ -31,11 +30,10 @@ def send(ctx, tool: str, arguments: dict, result_cls):
             entry.refresh_from_db()
             return result_for(entry, result_cls, repeated=True)
     try:
-        sender = import_string(settings.LINDY_USER_MESSAGE_SENDER)
-        response = sender(user=ctx.user, body=arguments["body"], channel=channel)
+        response = seams.user_message_sender()(user=ctx.user, body=arguments["body"], channel=channel)
     except Exception as exc:
         # The agent must learn the message did not go out; the outbox keeps the failure.
-        logger.warning("user message via %s failed: %s", settings.LINDY_USER_MESSAGE_SENDER, exc)
+        logger.warning("user message to %s failed: %s", channel or "their channel", exc)
         _finish(entry, OutboxEntry.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         return result_cls(ok=False, adapter="user_channel", data={"outbox_id": entry.pk},
                           content=f"Sending the message to the user failed: {type(exc).__name__}: {exc}")

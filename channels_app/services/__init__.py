@@ -1,5 +1,5 @@
-"""Every write of the channels app. `user_message_send` is the seam the agent loop calls
-(settings.LINDY_USER_MESSAGE_SENDER).
+"""Every write of the channels app. `user_message_send` is the sender the agent calls
+(registered in lindy.seams by apps.py).
 
 Inbound texts: `webhooks` (claim, parse through `channels_app.providers`, act) → `store` (stored
 first, debounce window started) → `debounce` (one bundle per pause) → `dispatch` (to the agent,

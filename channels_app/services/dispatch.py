@@ -1,5 +1,5 @@
 """Handing a claimed bundle to the agent (at most once), and recovering what a dead worker left
-behind. The agent is reached through settings.LINDY_INBOUND_HANDLER."""
+behind. The agent is reached through the hook it registers (lindy.seams.inbound_handler)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from django.conf import settings
 from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
-from lindy import jobs
+from lindy import jobs, seams
 from lindy.models import TaskEvent
 
 from ..models import Conversation, InboundBundle, InboundMessage, OutboundMessage
@@ -133,7 +132,7 @@ def bundle_dispatch(*, bundle_id: int, task_id: str = "") -> str:
             loaded = load()  # with the transcripts and copies just written
         messages = [_message_payload(m) for m in loaded]
         outbound.typing_start(conversation=conversation)
-        handler = import_string(settings.LINDY_INBOUND_HANDLER)
+        handler = seams.inbound_handler()
         with jobs.beating(bundle, interval=DISPATCH_HEARTBEAT_SECONDS):
             result = handler(
                 user=conversation.profile.user, channel=conversation.channel,

@@ -1,4 +1,5 @@
-"""The learner's Celery tasks: thin wrappers over drafting.learner.services, passing ids.
+"""The learner's Celery tasks: thin wrappers over drafting.learner.services and .initialization,
+passing ids.
 Registered from drafting's AppConfig.ready (drafting.learner.setup)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from django.db import OperationalError
 from lindy import jobs
 from router.types import ModelError
 
-from . import services
+from . import initialization, services
 
 TIME_LIMIT = 1200
 
@@ -18,7 +19,7 @@ TIME_LIMIT = 1200
 @shared_task(name="drafting.tasks.learner_cadence", acks_late=True, time_limit=300, soft_time_limit=240)
 def learner_cadence() -> int:
     services.learner_runs_recover()
-    services.context_inits_recover()
+    initialization.context_inits_recover()
     return len(services.learner_cadence_dispatch())
 
 
@@ -43,7 +44,7 @@ def learner_run(self, user_id: int, trigger: str = "cadence") -> str:
              time_limit=TIME_LIMIT, soft_time_limit=TIME_LIMIT - 60)
 def learner_init_fetch(self, init_id: int) -> int | None:
     try:
-        return services.context_init_fetch(init_id=init_id, task_id=self.request.id or "")
+        return initialization.context_init_fetch(init_id=init_id, task_id=self.request.id or "")
     except Exception as exc:  # Gmail rate limits and outages: retried with backoff
         raise self.retry(exc=exc) from exc
 
@@ -53,7 +54,7 @@ def learner_init_fetch(self, init_id: int) -> int | None:
              soft_time_limit=TIME_LIMIT - 60)
 def learner_init_compose(self, init_id: int) -> str:
     try:
-        init = services.context_init_compose(init_id=init_id, task_id=self.request.id or "")
+        init = initialization.context_init_compose(init_id=init_id, task_id=self.request.id or "")
     except jobs.WaitForBudget:
         raise  # the base task waits for the budget
     except (ModelError, OperationalError) as exc:

@@ -11,10 +11,10 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, CharField, F, PositiveSmallIntegerField, Value, When
+from django.db.models import Case, CharField, F, PositiveSmallIntegerField, QuerySet, Value, When
 from django.utils import timezone
 
-from lindy import bulk, failures
+from lindy import bulk, failures, jobs
 from memory import services as memory_services
 from memory.models import FileSystem
 
@@ -104,9 +104,15 @@ def _actors(fs: FileSystem):
     return fs.owner, None
 
 
+def _ours(run: Run) -> QuerySet[Run]:
+    """The run's row while this delivery still holds it (lindy.jobs.held: the same attempt and task)
+    and it is running: a worker whose run was taken over (its heartbeat went quiet, another attempt
+    claimed it) or that already finished it finds nothing, and writes nothing."""
+    return Run.objects.filter(jobs.held(run), status=Status.RUNNING)
+
+
 def _finish(run: Run, status: Status, **fields) -> Run:
-    # A worker whose run was taken over (lease expired, another attempt claimed it) writes nothing.
-    if not Run.objects.filter(pk=run.pk, attempts=run.attempts, status=Status.RUNNING).exists():
+    if not _ours(run).exists():
         run.refresh_from_db()
         return run
     return _finished(run, status, **fields)
@@ -130,8 +136,7 @@ def _settle(run: Run, outcome: accounting.Outcome, status: Status, **fields) -> 
     """Mark the items and finish, only while the run is still this attempt's: a worker whose run
     was taken over (its heartbeat went quiet for a while) marks nothing."""
     with transaction.atomic():
-        if not Run.objects.select_for_update().filter(pk=run.pk, attempts=run.attempts,
-                                                      status=Status.RUNNING).exists():
+        if not _ours(run).select_for_update().exists():
             run.refresh_from_db()
             return run
         _mark_processed(run, outcome)
@@ -332,8 +337,7 @@ def _commit(run: Run, result: agent.AgentResult, outcome: accounting.Outcome, it
     try:
         with transaction.atomic():
             # A run whose lease another trigger took over must not write anything.
-            current = Run.objects.select_for_update().get(pk=run.pk)
-            if current.status != Status.RUNNING or current.attempts != run.attempts:
+            if not _ours(run).select_for_update().exists():
                 raise _Superseded()
             revision = memory_services.changes_apply(
                 filesystem=fs, changes=result.draft.changes, author_kind=memory_services.AuthorKind.MEMORY_AGENT,

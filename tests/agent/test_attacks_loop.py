@@ -22,8 +22,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def recorder(settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def recorder(seam):
+    seam.user_message_sender = RECORDER
     SENT.clear()
 
 

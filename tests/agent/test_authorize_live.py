@@ -91,10 +91,10 @@ def test_a_revoked_grant_fails_the_authorized_action_with_reconnect_gmail_on_the
     assert OutboxEntry.objects.get(decision=decision).status == "failed"
 
 
-def test_the_agent_loop_sends_an_allowed_email_live_once_and_a_redelivered_run_sends_nothing(cast, google, settings):
+def test_the_agent_loop_sends_an_allowed_email_live_once_and_a_redelivered_run_sends_nothing(cast, google, seam):
     from tests.validator.helpers import RECORDER, SENT
 
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    seam.user_message_sender = RECORDER
     SENT.clear()
     connect(cast.member, google)
     task = agent_services.handle_inbound(user=cast.member, channel="imessage", conversation_ref="chat-1", messages=[

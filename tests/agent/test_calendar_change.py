@@ -24,8 +24,8 @@ CONFLICT = Reply(409, {"error": {"code": 409, "message": "Conflict", "errors": [
 
 
 @pytest.fixture(autouse=True)
-def recorder(settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def recorder(seam):
+    seam.user_message_sender = RECORDER
     SENT.clear()
 
 

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def recorder(settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def recorder(seam):
+    seam.user_message_sender = RECORDER
     SENT.clear()
     yield SENT
 
@@ -152,8 +152,8 @@ def test_bundle_with_attachment_and_reaction(cast):
     assert contents == ["see this [attachment: deck.pdf]", "[reacted 👍]"]
 
 
-def test_failed_user_message_is_recorded_and_reported_to_the_agent(cast, settings):
-    settings.LINDY_USER_MESSAGE_SENDER = FAILING
+def test_failed_user_message_is_recorded_and_reported_to_the_agent(cast, seam):
+    seam.user_message_sender = FAILING
     task = inbound(cast.member, "hello")
     entry = OutboxEntry.objects.get(tool="reply_to_user")
     assert entry.status == "failed" and "ConnectionError" in entry.error
@@ -292,12 +292,6 @@ def test_agent_run_task_is_idempotent(cast):
     count = task.events.count()
     assert agent_run(task.pk) == "answered" and task.events.count() == count
     assert agent_run(999999) == "gone"
-
-
-def test_handle_inbound_is_the_configured_seam(settings):
-    from django.utils.module_loading import import_string
-
-    assert import_string(settings.LINDY_INBOUND_HANDLER) is agent_services.handle_inbound
 
 
 def test_approved_call_executes_after_the_validator_call(cast, fake):

@@ -34,8 +34,8 @@ def _calls():
     CALLS.clear()
 
 
-def _failed_reply(cast, settings, sender="imessage_down") -> OutboxEntry:
-    settings.LINDY_USER_MESSAGE_SENDER = f"tests.agent.test_outbox_resend.{sender}"
+def _failed_reply(cast, seam, sender="imessage_down") -> OutboxEntry:
+    seam.user_message_sender = f"tests.agent.test_outbox_resend.{sender}"
     task = task_with(cast.member, cast.team, [("user", "Ask me before paying Northwind")])
     result = tools.execute(tools.ExecutionContext(user=cast.member, team=cast.team, task=task), "reply_to_user",
                            {"body": "Shall I pay invoice NW-1 (10 USD)?"})
@@ -43,8 +43,8 @@ def _failed_reply(cast, settings, sender="imessage_down") -> OutboxEntry:
     return OutboxEntry.objects.get(pk=result.data["outbox_id"])
 
 
-def test_a_message_that_did_not_reach_the_user_is_sent_again_by_sms_once(cast, settings):
-    failed = _failed_reply(cast, settings)
+def test_a_message_that_did_not_reach_the_user_is_sent_again_by_sms_once(cast, seam):
+    failed = _failed_reply(cast, seam)
     client = client_for(cast.member)
     page = client.get("/validator/outbox/").content.decode()
     assert "Did not reach you" in page and "the iMessage provider answered 503" in page
@@ -65,15 +65,15 @@ def test_a_message_that_did_not_reach_the_user_is_sent_again_by_sms_once(cast, s
     assert "cannot be sent again" in again.content.decode()
 
 
-def test_no_other_channel_is_offered_where_none_can_carry_it_and_nobody_else_may_resend(cast, settings):
-    refused = _failed_reply(cast, settings, sender="never_texted")
+def test_no_other_channel_is_offered_where_none_can_carry_it_and_nobody_else_may_resend(cast, seam):
+    refused = _failed_reply(cast, seam, sender="never_texted")
     client = client_for(cast.member)
     page = client.get("/validator/outbox/").content.decode()
     assert "never texted in" in page and "instead</button>" not in page
     assert client.post(f"/validator/outbox/{refused.pk}/resend/").status_code == 302
     assert len(CALLS) == 1  # refused by the service: nothing sent
 
-    failed = _failed_reply(cast, settings)
+    failed = _failed_reply(cast, seam)
     for other in (cast.admin, cast.other_admin):
         assert client_for(other).post(f"/validator/outbox/{failed.pk}/resend/").status_code == 404
     assert client_for(cast.member).get(f"/validator/outbox/{failed.pk}/resend/").status_code == 405

@@ -32,8 +32,8 @@ def _memory(user, lines):
 
 
 @pytest.mark.parametrize("lines", [3, 300])
-def test_a_validated_turn_costs_a_bounded_number_of_queries(lines, settings, django_assert_max_num_queries):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def test_a_validated_turn_costs_a_bounded_number_of_queries(lines, seam, django_assert_max_num_queries):
+    seam.user_message_sender = RECORDER
     SENT.clear()
     team = TeamFactory()
     user = member_of(team)

@@ -18,7 +18,7 @@ def offline_rule():
 
 
 @pytest.fixture(autouse=True)
-def recorder(settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def recorder(seam):
+    seam.user_message_sender = RECORDER
     SENT.clear()
     yield SENT

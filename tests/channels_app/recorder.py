@@ -1,4 +1,4 @@
-"""A stand-in for LINDY_INBOUND_HANDLER in tests: records each call in Redis, so a call made by
+"""A stand-in for the inbound handler hook (lindy.seams) in tests: records each call in Redis, so a call made by
 a separate Celery worker process is observable from the test."""
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from tests.channels_app import recorder
 from tests.channels_app.factories import SendingNumberFactory, TextingProfileFactory
 from tests.factories import UserFactory
 from tests.fakes.linq import FakeLinq, message_received, signed
+from tests.seams import replaced
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
@@ -24,14 +25,15 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker
 
 @pytest.fixture
 def wiring(monkeypatch):
-    """The worker is another process: it reads the handler and the provider from its environment."""
+    """The worker is another process: it reads the provider from its environment, and the handler
+    it swaps in (tests/seams.py) from LINDY_TEST_INBOUND_HANDLER."""
     with FakeLinq() as linq:
-        env = {**linq.settings(), "LINDY_INBOUND_HANDLER": "tests.channels_app.recorder.record",
+        env = {**linq.settings(), "LINDY_TEST_INBOUND_HANDLER": "tests.channels_app.recorder.record",
                "CHANNELS_DEBOUNCE_SECONDS": "3"}
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        with override_settings(**linq.settings(), LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record",
-                               CHANNELS_DEBOUNCE_SECONDS=3):
+        with override_settings(**linq.settings(), CHANNELS_DEBOUNCE_SECONDS=3), \
+                replaced(inbound_handler=recorder.record):
             recorder.reset()
             yield linq
             recorder.reset()
@@ -122,7 +124,7 @@ def test_worker_killed_after_the_agent_proposed_its_reply_answers_exactly_once(c
     from lindy.models import Membership, TaskEvent
     from tests.factories import TeamFactory
 
-    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.agent_pausing_after_proposal")
+    monkeypatch.setenv("LINDY_TEST_INBOUND_HANDLER", "tests.channels_app.recorder.agent_pausing_after_proposal")
     user, line, profile = _people()
     Membership.objects.create(team=TeamFactory(name="Acme"), user=user, role=Membership.Role.MEMBER)
     redis = recorder._redis()
@@ -136,7 +138,7 @@ def test_worker_killed_after_the_agent_proposed_its_reply_answers_exactly_once(c
     assert not OutboundMessage.objects.exists()
     assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHING
 
-    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "agent.services.handle_inbound")
+    monkeypatch.delenv("LINDY_TEST_INBOUND_HANDLER")  # the agent the app registered
     celery_worker_process.start()
     # The killed run's heartbeat stopped: once it is stale the sweep hands the bundle over again.
     stale = timezone.now() - timedelta(seconds=DISPATCH_STALE_SECONDS + 1)
@@ -159,7 +161,7 @@ def test_worker_killed_while_the_agent_runs_is_handed_over_again_once(celery_wor
     from lindy.models import Membership, TaskEvent
     from tests.factories import TeamFactory
 
-    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record_act_then_hang")
+    monkeypatch.setenv("LINDY_TEST_INBOUND_HANDLER", "tests.channels_app.recorder.record_act_then_hang")
     monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", "5")  # a lost delivery comes back quickly
     user, line, profile = _people()
     Membership.objects.create(team=TeamFactory(name="Acme"), user=user, role=Membership.Role.MEMBER)
@@ -173,7 +175,7 @@ def test_worker_killed_while_the_agent_runs_is_handed_over_again_once(celery_wor
     celery_worker_process.kill()  # mid-run, after the agent acted
     assert InboundBundle.objects.get().status == InboundBundle.Status.DISPATCHING
 
-    monkeypatch.setenv("LINDY_INBOUND_HANDLER", "tests.channels_app.recorder.record")
+    monkeypatch.setenv("LINDY_TEST_INBOUND_HANDLER", "tests.channels_app.recorder.record")
     celery_worker_process.start()  # its start-up recovery runs; a redelivery may come
     # The lost delivery comes back to the new worker after the 5 s visibility timeout: wait until it
     # has, then until the worker has finished whatever it received.

@@ -28,6 +28,7 @@ from tests.fakes import linq as linq_fake
 from tests.fakes import twilio_api
 from tests.fakes.linq import FakeLinq, message_received, reaction_added, signed
 from tests.fakes.twilio_api import FakeTwilio, inbound_params
+from tests.seams import replaced
 
 IMESSAGE_URL = "/channels/imessage/webhook"
 SMS_URL = "/channels/sms/webhook"
@@ -48,7 +49,7 @@ def twilio():
 @pytest.fixture
 def handler():
     recorder.CALLS.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
+    with replaced(inbound_handler=recorder.record_in_process):
         yield recorder.CALLS
 
 
@@ -216,11 +217,11 @@ def test_failed_dispatch_is_retried_not_lost(cast, linq, line):
     conversation = Conversation.objects.get(profile=profile)
     close_window(conversation)
     bundle_id = services.debounce_fire(conversation_id=conversation.pk).bundle_id
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.failing"), pytest.raises(RuntimeError):
+    with replaced(inbound_handler=recorder.failing), pytest.raises(RuntimeError):
         services.bundle_dispatch(bundle_id=bundle_id)
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.CLAIMED
     recorder.CALLS.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
+    with replaced(inbound_handler=recorder.record_in_process):
         assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
     assert [m["text"] for m in recorder.CALLS[0]["messages"]] == ["hello"]
 
@@ -246,7 +247,7 @@ def test_the_hand_over_reaches_the_agent_in_five_statements(cast, linq, line):
     bundle_id = _claimed_bundle(profile, line)
     recorder.CALLS.clear()
     connection.queries_log.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_statements_so_far"), \
+    with replaced(inbound_handler=recorder.record_statements_so_far), \
             CaptureQueriesContext(connection):
         assert services.bundle_dispatch(bundle_id=bundle_id) == "dispatched"
     (call,) = recorder.CALLS
@@ -262,7 +263,7 @@ def test_agent_that_replied_then_failed_is_never_run_again(cast, linq, twilio, l
                                     imessage_capable=True, capability_checked_at=timezone.now())
     bundle_id = _claimed_bundle(profile, line)
     recorder.CALLS.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.replies_then_fails"):
+    with replaced(inbound_handler=recorder.replies_then_fails):
         assert services.bundle_dispatch(bundle_id=bundle_id) == "failed"  # no exception: nothing to retry
         bundle = InboundBundle.objects.get(pk=bundle_id)
         assert bundle.status == InboundBundle.Status.FAILED and "crashed after replying" in bundle.error
@@ -282,7 +283,7 @@ def test_dispatch_task_does_not_retry_an_agent_that_had_started(cast, linq, twil
                                     imessage_capable=True, capability_checked_at=timezone.now())
     bundle_id = _claimed_bundle(profile, line)
     recorder.CALLS.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.replies_then_fails"):
+    with replaced(inbound_handler=recorder.replies_then_fails):
         assert tasks.bundle_dispatch.apply(args=(bundle_id,)).get() == "failed"
     assert len(recorder.CALLS) == 1 and len(linq.sends()) == 1
 
@@ -292,7 +293,7 @@ def test_dispatch_task_retries_a_hand_over_that_failed_before_the_agent_acted(ca
 
     profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
     bundle_id = _claimed_bundle(profile, line)
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.failing"):
+    with replaced(inbound_handler=recorder.failing):
         result = tasks.bundle_dispatch.apply(args=(bundle_id,))  # eager: every retry runs in place
     assert isinstance(result.result, RuntimeError)
     bundle = InboundBundle.objects.get(pk=bundle_id)
@@ -304,7 +305,7 @@ def test_agent_past_its_soft_time_limit_is_not_run_again(cast, linq, line):
     profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line, chat_id="c1")
     bundle_id = _claimed_bundle(profile, line)
     recorder.CALLS.clear()
-    with override_settings(LINDY_INBOUND_HANDLER="tests.channels_app.recorder.acts_then_runs_out_of_time"):
+    with replaced(inbound_handler=recorder.acts_then_runs_out_of_time):
         assert services.bundle_dispatch(bundle_id=bundle_id) == "failed"
         assert services.debounce_recover()["bundles"] == 0
     assert InboundBundle.objects.get(pk=bundle_id).status == InboundBundle.Status.FAILED

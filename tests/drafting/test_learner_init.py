@@ -10,7 +10,7 @@ import time
 import pytest
 from django.test import override_settings
 
-from drafting.learner import services
+from drafting.learner import initialization
 from drafting.models import ContextInit, HistoryBlob, Proposal
 from drafting.services.context import context_read
 from lindy import queue
@@ -59,13 +59,13 @@ def umar(db):
 def _run_both_steps(init: ContextInit, monkeypatch) -> ContextInit:
     queued = []
     monkeypatch.setattr(queue, "enqueue", lambda name, *args, **kw: queued.append((name, args)))
-    blob_id = services.context_init_fetch(init_id=init.pk, task_id="task-a")
+    blob_id = initialization.context_init_fetch(init_id=init.pk, task_id="task-a")
     assert queued == [("drafting.tasks.learner_init_compose", (init.pk,))]  # only the id travels
     assert HistoryBlob.objects.get(pk=blob_id).thread_count == 15
     # a redelivered fetch does not fetch or store again
-    assert services.context_init_fetch(init_id=init.pk, task_id="task-a") is None
+    assert initialization.context_init_fetch(init_id=init.pk, task_id="task-a") is None
     assert HistoryBlob.objects.count() == 1
-    services.context_init_compose(init_id=init.pk, task_id="task-b")
+    initialization.context_init_compose(init_id=init.pk, task_id="task-b")
     return ContextInit.objects.get(pk=init.pk)
 
 
@@ -112,9 +112,9 @@ def test_an_initialization_that_hurts_is_refused(umar, monkeypatch):
 def test_initialization_without_gmail_fails_clearly(umar, monkeypatch):
     user, team = umar
     monkeypatch.setattr(queue, "enqueue", lambda *a, **k: None)
-    init = services.context_init_start(user=user)
-    assert services.context_init_fetch(init_id=init.pk) is None
+    init = initialization.context_init_start(user=user)
+    assert initialization.context_init_fetch(init_id=init.pk) is None
     init.refresh_from_db()
     assert init.status == ContextInit.Status.FAILED and "not connected" in init.error
     with pytest.raises(ValueError):
-        services.context_init_start(user=user, months=0)
+        initialization.context_init_start(user=user, months=0)

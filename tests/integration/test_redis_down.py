@@ -309,10 +309,10 @@ def test_an_eval_run_the_broker_never_got_says_so_instead_of_staying_queued(cast
 
 
 def test_a_context_initialization_the_broker_never_got_says_so(cast, redis_down):
-    from drafting.learner import services as learner_services
+    from drafting.learner import initialization
     from drafting.models import ContextInit
 
-    init = learner_services.context_init_start(user=cast.member)  # no 500 for the page that asked
+    init = initialization.context_init_start(user=cast.member)  # no 500 for the page that asked
     init.refresh_from_db()
     assert init.status == ContextInit.Status.FAILED and "could not be queued" in init.error.lower()
 

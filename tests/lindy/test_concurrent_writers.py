@@ -3,7 +3,7 @@ one SQLite file by default): every write lands, none fails with "database is loc
 read-then-write (the next event number of a task) never hands two writers the same number.
 
 Runs on whichever database the suite runs on; on SQLite it is the proof that WAL, the busy timeout
-and IMMEDIATE transactions (lindy/settings.py) make concurrent writers wait instead of failing."""
+and IMMEDIATE transactions (lindy/settings/core.py) make concurrent writers wait instead of failing."""
 
 from __future__ import annotations
 

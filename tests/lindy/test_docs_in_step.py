@@ -42,3 +42,10 @@ def test_ruff_and_import_linter_know_every_app():
     roots = set(linter["importlinter"]["root_packages"].split())
     assert _product_apps() <= first_party
     assert _product_apps() <= roots
+
+
+def test_coverage_measures_every_app():
+    """.coveragerc's sources are the apps: a new app is measured (and counted in the floor) from day one."""
+    coverage = configparser.ConfigParser()
+    coverage.read(ROOT / ".coveragerc")
+    assert _product_apps() <= set(coverage["run"]["source"].split())

@@ -20,6 +20,7 @@ from tests.factories import AgentTaskFactory
 from tests.fakes.gmail_api import FakeGmail
 from tests.fakes.linq import FakeLinq, message_received, signed
 from tests.fakes.slack_api import FakeSlack, member_joined, signed_event
+from tests.seams import replaced
 
 pytestmark = pytest.mark.django_db
 
@@ -82,8 +83,8 @@ def gmail():
 
 @pytest.fixture
 def linq():
-    with FakeLinq() as fake, override_settings(**fake.settings(),
-                                                LINDY_INBOUND_HANDLER="tests.channels_app.recorder.record_in_process"):
+    with FakeLinq() as fake, override_settings(**fake.settings()), \
+            replaced(inbound_handler="tests.channels_app.recorder.record_in_process"):
         yield fake
 
 

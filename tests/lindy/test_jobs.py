@@ -161,6 +161,7 @@ def _status(job) -> str:
 
 def _kinds() -> list[Kind]:
     from channels_app.services import dispatch
+    from drafting.learner import initialization as learner_init
     from drafting.learner import services as learner
     from drafting.services import inbound
     from hydration import services as hydration
@@ -173,8 +174,8 @@ def _kinds() -> list[Kind]:
         Kind("optimization run", _optimization, optimize.optimization_recover,
              lambda: settings.ROUTER_OPTIMIZE_MAX_ATTEMPTS, lambda: settings.ROUTER_OPTIMIZE_STALE_SECONDS,
              "router.tasks.optimization_run", lambda job: _status(job) == "failed"),
-        Kind("context initialization", _context_init, learner.context_inits_recover,
-             lambda: learner.INIT_MAX_ATTEMPTS, lambda: learner.CLAIM_LEASE.total_seconds(),
+        Kind("context initialization", _context_init, learner_init.context_inits_recover,
+             lambda: learner_init.INIT_MAX_ATTEMPTS, lambda: learner_init.CLAIM_LEASE.total_seconds(),
              "drafting.tasks.learner_init_compose", lambda job: _status(job) == "failed"),
         Kind("draft", _draft, inbound.drafts_recover, lambda: inbound.MAX_ATTEMPTS, lambda: inbound.CLAIM_SECONDS,
              "drafting.tasks.item_process", lambda job: _status(job) == "failed"),
@@ -286,7 +287,7 @@ BUDGET_TASKS = [
     ("router.tasks.optimization_run", "router.services", "optimization_run_execute"),
     ("drafting.tasks.item_process", "drafting.services", "item_process"),
     ("drafting.tasks.learner_run", "drafting.learner.services", "learner_run"),
-    ("drafting.tasks.learner_init_compose", "drafting.learner.services", "context_init_compose"),
+    ("drafting.tasks.learner_init_compose", "drafting.learner.initialization", "context_init_compose"),
 ]
 
 

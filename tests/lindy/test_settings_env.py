@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # The files that read the environment for the product's processes, all through lindy.env.
-READERS = [ROOT / "lindy" / "settings.py", ROOT / "gunicorn.conf.py"]
+READERS = [*sorted((ROOT / "lindy" / "settings").glob("*.py")), ROOT / "gunicorn.conf.py"]
 
 
 def _names_read(path: Path) -> set[str]:

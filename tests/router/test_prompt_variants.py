@@ -96,8 +96,8 @@ def test_each_owner_registers_the_variants_its_builders_know():
     assert all(len(variants.buildable(r)) > 1 for r in ("agent", "validator", "memory.summarize", "memory.agent"))
 
 
-def test_agent_variants_send_different_prompts(cast, sent, settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def test_agent_variants_send_different_prompts(cast, sent, seam):
+    seam.user_message_sender = RECORDER
     seen = sent("agent")
 
     def run():

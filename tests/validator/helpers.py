@@ -1,5 +1,5 @@
 """Helpers for validator and agent tests: tasks with scripted histories, a recording user-message
-sender for the LINDY_USER_MESSAGE_SENDER seam, a memory context with given documents."""
+sender for the lindy.seams user_message_sender hook (the `seam` fixture), a memory context with given documents."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def failing_user_message(*, user, body: str, channel: str | None = None) -> dict
     raise ConnectionError("the messaging provider is down")
 
 
-RECORDER = "tests.validator.helpers.record_user_message"
-FAILING = "tests.validator.helpers.failing_user_message"
+RECORDER = record_user_message
+FAILING = failing_user_message
 
 
 def task_with(owner, team, events, title="A task"):

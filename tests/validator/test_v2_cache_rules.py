@@ -38,8 +38,8 @@ THREAD = "\n\n".join(
 
 
 @pytest.fixture(autouse=True)
-def recorder(settings):
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+def recorder(seam):
+    seam.user_message_sender = RECORDER
     SENT.clear()
 
 

@@ -200,12 +200,12 @@ def test_dismiss(cast):
     assert decision.status == "dismissed" and OutboxEntry.objects.count() == 0
 
 
-def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, settings, monkeypatch,
+def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, seam, monkeypatch,
                                                                         django_capture_on_commit_callbacks):
     from agent import tasks
     from tests.validator.helpers import RECORDER, SENT
 
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    seam.user_message_sender = RECORDER
     SENT.clear()
     monkeypatch.setattr(tasks.agent_run, "apply_async", lambda args=(), kwargs=None, **_: tasks.agent_run(*args))
     decision = blocked_payment(cast)
@@ -223,11 +223,11 @@ def test_follow_the_suggestion_sends_it_to_the_task_and_runs_the_agent(cast, set
     assert OutboxEntry.objects.filter(tool="pay_invoice").count() == 0
 
 
-def test_following_an_archive_suggestion_archives(cast, settings, monkeypatch, django_capture_on_commit_callbacks):
+def test_following_an_archive_suggestion_archives(cast, seam, monkeypatch, django_capture_on_commit_callbacks):
     from agent import tasks
     from tests.validator.helpers import RECORDER
 
-    settings.LINDY_USER_MESSAGE_SENDER = RECORDER
+    seam.user_message_sender = RECORDER
     monkeypatch.setattr(tasks.agent_run, "apply_async", lambda args=(), kwargs=None, **_: tasks.agent_run(*args))
     task = task_with(cast.member, cast.team, [("user", "Archive the newsletter, message nl-7.")])
     decision = services.check(user=cast.member, team=cast.team, task=task, tool="delete_email",
