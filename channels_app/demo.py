@@ -18,13 +18,15 @@ import json
 from datetime import date, datetime, time, timedelta
 from urllib.parse import urlencode
 
+from django.db.models import Q
 from django.test import RequestFactory
+from django.urls import resolve, reverse
 from django.utils import timezone
 
 from lindy import simulation
 from lindy.demo import DemoFailed, require
 
-from . import demo_providers, services, views
+from . import demo_providers, services
 from .models import (
     Channel,
     InboundMessage,
@@ -51,35 +53,37 @@ NUMBERS = [
     ("+15125550199", "SMS fallback", Channel.SMS, 2000),
 ]
 SMS_LINE = "+15125550199"
-DAYS = 14
+HOT_LINE = SMS_LINE  # the line the demo's texting takes over its warning threshold
+DAYS = 14  # the last 13 days and today (today's texts only up to the real time)
 
 # (who, their phone, the line they text, over which service)
-TEXTERS = [
-    ("user@acme.test", "+14155557788", "+14155550102", Channel.IMESSAGE),
-    ("sarah@acme.test", "+14155557799", "+14155550101", Channel.IMESSAGE),
-    ("admin@acme.test", "+13125557701", SMS_LINE, Channel.SMS),
-]
-# What each texter writes, by day: a few requests the offline agent acts on (the validator judges
-# the emails), and notes it acknowledges. Two texts a minute apart make one bundle.
-SCRIPTS = {
-    "user@acme.test": [
-        ["Send an email to priya@acme.test saying the MSA redline is ready for your review"],
-        ["Quick one:", "send an email to jane.park@initech.test saying the renewal draft is on its way"],
-        ["Remember that Initech's renewal call moved to Thursday"],
-    ],
-    "sarah@acme.test": [
-        ["Note: never schedule interviews on Fridays"],
-        ["Send an email to priya@acme.test saying thanks for the quick contract review"],
-    ],
-    "admin@acme.test": [
-        ["What is on my plate tomorrow?"],
-        ["Remind me to check the Northwind PO before paying anything"],
-    ],
+TEXTERS = {
+    "user@acme.test": ("+14155557788", "+14155550102", Channel.IMESSAGE),
+    "sarah@acme.test": ("+14155557799", "+14155550101", Channel.IMESSAGE),
+    "admin@acme.test": ("+13125557701", SMS_LINE, Channel.SMS),
 }
-HOURS = {"user@acme.test": 9, "sarah@acme.test": 11, "admin@acme.test": 15}
-# On these days (counted from the first) Sarah's phone is off iMessage in the afternoon: the
-# provider reports the reply undeliverable and it goes again by SMS, from the SMS line.
-SARAH_OFFLINE_DAYS = {9, 10, 11, 12, 13}
+# A few texts a week from a small team: requests the offline agent acts on (the validator judges
+# the emails) and notes it acknowledges. Texts in one entry come seconds apart: one debounce bundle,
+# one turn of the agent. (day counted from the first of the DAYS, hour, who, texts, Sarah's phone
+# off iMessage). When it is off, the provider reports her iMessage reply undeliverable (its
+# message.failed webhook) and the product sends it again by SMS, from the SMS line: on such a day
+# Sarah's two replies and Ada's one make three SMS for the one text the SMS line received, a
+# ratio of 3, over the warning threshold (2): the pattern, not the volume, makes the hot line.
+SCRIPT = [
+    (1, 9, "user@acme.test", ["Send an email to priya@acme.test saying the MSA redline is ready for your review"], False),
+    (2, 11, "sarah@acme.test", ["Note: never schedule interviews on Fridays"], False),
+    (4, 9, "user@acme.test", ["Quick one:", "send an email to jane.park@initech.test saying the renewal draft is on its way"], False),
+    (4, 15, "admin@acme.test", ["What is on my plate tomorrow?"], False),
+    (7, 9, "user@acme.test", ["Remember that Initech's renewal call moved to Thursday"], False),
+    (9, 10, "admin@acme.test", ["Remind me to check the Northwind PO before paying anything"], False),
+    (9, 11, "sarah@acme.test", ["Send an email to priya@acme.test saying thanks for the quick contract review"], True),
+    (9, 16, "sarah@acme.test", ["Also: what time is the all-hands?"], True),
+    (11, 10, "admin@acme.test", ["Did Northwind send the PO yet?"], False),
+    (11, 11, "sarah@acme.test", ["Note: the hiring sync moves to Tuesdays"], True),
+    (11, 16, "sarah@acme.test", ["Is my phone back on iMessage?"], True),
+    (12, 9, "user@acme.test", ["Send an email to priya@acme.test saying the signed MSA is attached"], False),
+    (13, 7, "user@acme.test", ["Morning! Remember the board deck is due Friday"], False),
+]
 PROVIDER_ID_PREFIX = "demo-"
 
 
@@ -93,6 +97,11 @@ def _line_setup() -> dict[str, SendingNumber]:
 
 
 def _slack(ctx) -> None:
+    """Setup, not activity: the assistant's installation in Acme's workspace and the channels it
+    was added to. In the product these come from the OAuth install and the member_joined_channel
+    events, which read Slack's Web API; channel messages and mentions are acknowledged by the
+    events endpoint and never stored (hydration reads them from the history), so no Slack event
+    would leave a row to show here."""
     acme = ctx.teams["Acme"]
     installation, _ = SlackInstallation.objects.get_or_create(
         slack_team_id="T0ACMEDEMO",
@@ -137,64 +146,39 @@ class _Phones:
                      "sender_handle": {"handle": phone},
                      "chat": {"id": f"chat-{phone[1:]}", "is_group": False, "owner_handle": {"handle": line}}},
         }).encode()
-        self._post(views.imessage_webhook, "/channels/imessage/webhook", body, "application/json",
-                   demo_providers.linq_headers(body))
+        self._post("channels-imessage-webhook", body, "application/json", demo_providers.linq_headers(body))
 
     def imessage_failed(self, *, message_id: str) -> None:
         body = json.dumps({"event_id": self._event_id(), "event_type": "message.failed",
                            "data": {"message_id": message_id, "reason": "recipient unreachable on iMessage"}}).encode()
-        self._post(views.imessage_webhook, "/channels/imessage/webhook", body, "application/json",
-                   demo_providers.linq_headers(body))
+        self._post("channels-imessage-webhook", body, "application/json", demo_providers.linq_headers(body))
 
     def sms(self, *, phone: str, line: str, text: str) -> None:
-        path = "/channels/sms/webhook"
+        path = reverse("channels-sms-webhook")
         params = {"MessageSid": "SM" + self._event_id(), "From": phone, "To": line, "Body": text, "NumMedia": "0"}
         headers = {"HTTP_X_TWILIO_SIGNATURE": demo_providers.twilio_signature(path, params)}
-        self._post(views.sms_webhook, path, urlencode(params).encode(), "application/x-www-form-urlencoded", headers)
+        self._post("channels-sms-webhook", urlencode(params).encode(), "application/x-www-form-urlencoded", headers)
 
-    def _post(self, view, path: str, body: bytes, content_type: str, headers: dict) -> None:
+    def _post(self, url_name: str, body: bytes, content_type: str, headers: dict) -> None:
+        """POST to the endpoint the URL resolves to, as the provider would (the view, not its service)."""
+        path = reverse(url_name)
         request = self.factory.post(path, data=body, content_type=content_type, **headers)
-        response = view(request)
+        response = resolve(path).func(request)
         require("channels", response.status_code == 200,
                 f"the {path} webhook answered {response.status_code}: {response.content[:200]!r}")
 
 
-def _texts_on(email: str, number: int, midnight: datetime) -> bool:
-    """Umar texts on working days; Sarah and Ada every other day, and every day of Sarah's
-    iMessage trouble (a small team: the demo stays quick to make)."""
-    if email == "user@acme.test":
-        return midnight.weekday() < 5
-    return number in SARAH_OFFLINE_DAYS or number % 2 == 0
-
-
-def _day(sim: simulation.Simulation, phones: _Phones, ctx, number: int, midnight: datetime, stop: datetime) -> None:
-    for email, phone, line, kind in TEXTERS:
-        if midnight + timedelta(hours=HOURS[email] + 5) > stop:
-            return
-        if not _texts_on(email, number, midnight):
-            continue
-        texts = SCRIPTS[email][number % len(SCRIPTS[email])]
-        sim.settle(until=midnight + timedelta(hours=HOURS[email]))
-        _text(sim, phones, phone, line, kind, texts)
-        if email == "sarah@acme.test" and number in SARAH_OFFLINE_DAYS:
-            # Sarah's phone is off iMessage: the provider reports her reply undeliverable and the
-            # product sends it again by SMS; she texts again in the afternoon, and the same happens.
-            # Two SMS a day for the one text Ada sends the SMS line: a ratio of 3, over the warning.
-            _reply_fails(sim, phones, ctx.users[email])
-            sim.settle(until=timezone.now() + timedelta(hours=3))
-            _text(sim, phones, phone, line, kind, ["Also: what time is the all-hands?"])
-            _reply_fails(sim, phones, ctx.users[email])
-
-
-def _text(sim: simulation.Simulation, phones: _Phones, phone: str, line: str, kind: str, texts: list[str]) -> None:
-    """Texts a few seconds apart (one debounce bundle), then the agent's reply."""
+def _text(sim: simulation.Simulation, phones: _Phones, email: str, texts: list[str]) -> None:
+    """Texts a second apart (one debounce bundle), then the debounce, the agent's turn and its reply."""
+    phone, line, kind = TEXTERS[email]
     for text in texts:
         (phones.imessage if kind == Channel.IMESSAGE else phones.sms)(phone=phone, line=line, text=text)
         sim.settle(until=timezone.now() + timedelta(seconds=1))
-    sim.settle(until=timezone.now() + timedelta(minutes=10))
+    sim.settle(until=timezone.now() + timedelta(minutes=5))
 
 
 def _reply_fails(sim: simulation.Simulation, phones: _Phones, user) -> None:
+    """The provider reports the agent's last iMessage reply undeliverable."""
     reply = OutboundMessage.objects.filter(
         user=user, channel=Channel.IMESSAGE, status=OutboundMessage.Status.SENT
     ).order_by("-pk").first()
@@ -205,53 +189,102 @@ def _reply_fails(sim: simulation.Simulation, phones: _Phones, user) -> None:
 
 
 def _traffic(ctx) -> None:
-    if InboundMessage.objects.filter(provider_id__startswith=PROVIDER_ID_PREFIX).exists():
+    if InboundMessage.objects.filter(provider_id__contains=PROVIDER_ID_PREFIX).exists():
         return
-    for email, phone, _, _ in TEXTERS:
+    for email, (phone, _, _) in TEXTERS.items():
         if not TextingProfile.objects.filter(user=ctx.users[email]).exists():
             services.profile_register(user=ctx.users[email], phone=phone)
     first = timezone.make_aware(datetime.combine(timezone.localdate() - timedelta(days=DAYS - 1), time(0)))
+    stop = timezone.now()  # today's texts up to the real time: nothing dated in the future
     phones = _Phones()
-    stop = timezone.now()  # today's texts up to the real time; nothing dated in the future
     with demo_providers.providers(), simulation.simulated(first + timedelta(hours=7)) as sim:
-        for number in range(DAYS):
-            _day(sim, phones, ctx, number, first + timedelta(days=number), stop)
+        for day, hour, email, texts, phone_off_imessage in SCRIPT:
+            at = first + timedelta(days=day, hours=hour)
+            if at + timedelta(minutes=10) > stop:
+                break
+            sim.settle(until=at)
+            _text(sim, phones, email, texts)
+            if phone_off_imessage:
+                _reply_fails(sim, phones, ctx.users[email])
         sim.settle()
 
 
-def recount_problems() -> list[str]:
-    """The channel health figures against a fresh recount from the stored messages: per line and
-    day, texts received and replies sent, and an alert for every day a line ends over a threshold."""
-    problems = []
-    received: dict[tuple[int, date], int] = {}
+Key = tuple[int, date]  # (line, day)
+# The fallbacks an iMessage line counts: each one is an SMS sent (or tried) in its place.
+FALLBACK_REASONS = (OutboundMessage.Fallback.CAP, OutboundMessage.Fallback.NOT_IMESSAGE,
+                    OutboundMessage.Fallback.IMESSAGE_FAILED)
+
+
+def _day_of(at: datetime) -> date:
+    return timezone.localdate(at)
+
+
+def recount() -> dict[Key, dict]:
+    """Each line's day recounted from the stored messages alone: texts received (by the line they
+    were sent to), sends (every send that went out: a reply, a fallback SMS, a consent notice, and
+    an iMessage the provider took and later reported undeliverable), fallbacks (the SMS sent in
+    place of a texter's iMessage, on their iMessage line) and caps hit (fallbacks for a full line),
+    and the alert level each day reached: the ratio is replayed message by message, in the order
+    they happened, and a line's alert is at the highest level any send took it to (alerts are
+    raised by sends and never lowered)."""
+    days: dict[Key, dict] = {}
+
+    def day(key: Key) -> dict:
+        return days.setdefault(key, {"sent": 0, "received": 0, "fallbacks": 0, "capped": 0, "events": []})
+
     for number_id, at in InboundMessage.objects.filter(number__isnull=False).values_list("number_id", "received_at"):
-        key = (number_id, timezone.localdate(at))
-        received[key] = received.get(key, 0) + 1
-    sent: dict[tuple[int, date], int] = {}
-    for number_id, at in OutboundMessage.objects.filter(
-        number__isnull=False, status=OutboundMessage.Status.SENT
-    ).values_list("number_id", "created_at"):
-        key = (number_id, timezone.localdate(at))
-        sent[key] = sent.get(key, 0) + 1
-    # An iMessage the provider later reported undeliverable was sent (and counted) all the same.
-    for number_id, at in OutboundMessage.objects.filter(
-        number__isnull=False, status=OutboundMessage.Status.FAILED, channel=Channel.IMESSAGE
-    ).exclude(provider_id="").values_list("number_id", "created_at"):
-        key = (number_id, timezone.localdate(at))
-        sent[key] = sent.get(key, 0) + 1
-    rows = {(r.number_id, r.day): r for r in NumberDay.objects.all()}
-    alerted = {(a.number_id, a.day): a.level for a in RatioAlert.objects.all()}
-    keys: set[tuple[int, date]] = set(rows) | set(received) | set(sent)
-    for key in sorted(keys):
-        row = rows.get(key)
-        counted = (row.sent, row.received) if row else (0, 0)
-        recount = (sent.get(key, 0), received.get(key, 0))
-        if counted != recount:
-            problems.append(f"line {key[0]} on {key[1]}: the page says sent/received {counted}, "
-                            f"the stored messages say {recount}")
-        level = alerts.level_of(ratio_of(*recount))
-        if level is not None and (key not in alerted or alerts.RANK[alerted[key]] < alerts.RANK[level]):
-            problems.append(f"line {key[0]} on {key[1]} ends at {ratio_of(*recount)} with no {level} alert")
+        entry = day((number_id, _day_of(at)))
+        entry["received"] += 1
+        entry["events"].append((at, 0, "received"))
+    went_out = OutboundMessage.objects.filter(number__isnull=False).filter(
+        Q(status=OutboundMessage.Status.SENT)
+        | Q(status=OutboundMessage.Status.FAILED, channel=Channel.IMESSAGE) & ~Q(provider_id=""))
+    for number_id, at in went_out.values_list("number_id", "created_at"):
+        entry = day((number_id, _day_of(at)))
+        entry["sent"] += 1
+        entry["events"].append((at, 1, "sent"))
+    fell_back = OutboundMessage.objects.filter(channel=Channel.SMS, fallback_reason__in=FALLBACK_REASONS,
+                                               profile__number__kind=Channel.IMESSAGE)
+    for line_id, at, reason in fell_back.values_list("profile__number_id", "created_at", "fallback_reason"):
+        entry = day((line_id, _day_of(at)))
+        entry["fallbacks"] += 1
+        entry["capped"] += reason == OutboundMessage.Fallback.CAP
+    for entry in days.values():
+        sent = received = 0
+        entry["level"], entry["alert_figures"] = None, None
+        # Same instant: the text is counted before the send (a send never precedes its cause).
+        for _, _, kind in sorted(entry.pop("events")):
+            if kind == "received":
+                received += 1
+                continue
+            sent += 1
+            level = alerts.level_of(ratio_of(sent, received))
+            if level is not None and (entry["level"] is None or alerts.RANK[level] > alerts.RANK[entry["level"]]):
+                entry["level"], entry["alert_figures"] = level, (sent, received, ratio_of(sent, received))
+    return days
+
+
+def recount_problems() -> list[str]:
+    """Where the channel health page's figures differ from the recount: each line-day's sent,
+    received, fallbacks and caps hit (the grid, the charts, today's table, the 7-day lines over the
+    threshold are all read from these rows), and each alert's level and figures."""
+    problems = []
+    counted = {(r.number_id, r.day): r for r in NumberDay.objects.all()}
+    alerted = {(a.number_id, a.day): a for a in RatioAlert.objects.all()}
+    recounted = recount()
+    names = dict(SendingNumber.objects.values_list("pk", "phone"))
+    for key in sorted(set(counted) | set(recounted) | set(alerted)):
+        where = f"line {names.get(key[0], key[0])} on {key[1]}"
+        row, again = counted.get(key), recounted.get(key)
+        figures = {name: getattr(row, name) if row else 0 for name in ("sent", "received", "fallbacks", "capped")}
+        expected = {name: again[name] if again else 0 for name in figures}
+        if figures != expected:
+            problems.append(f"{where}: the page says {figures}, the stored messages say {expected}")
+        alert, level = alerted.get(key), again["level"] if again else None
+        shown = (alert.level, (alert.sent, alert.received, alert.ratio)) if alert else (None, None)
+        if shown != (level, again["alert_figures"] if again else None):
+            problems.append(f"{where}: the alert shown is {shown}, the replayed messages say "
+                            f"{(level, again['alert_figures'] if again else None)}")
     return problems
 
 

@@ -29,7 +29,7 @@ class TaskFailed(Exception):
 
 
 class Simulation:
-    def __init__(self, clock):  # time_machine's Coordinates (not exported for typing)
+    def __init__(self, clock: time_machine.Traveller) -> None:
         self.clock = clock
         self.queued: list[queue.Held] = []
         self.ran: dict[str, int] = {}
