@@ -43,8 +43,12 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     assert set(live.values_list("pk", flat=True)) <= decided
 
     # Every score was given by the online judge through its own route (one judge call per score),
-    # or by the analyst, which scored the demo's finished agent tasks through its own route.
-    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst"}
+    # by the analyst, which scored the demo's finished agent tasks through its own route, or by the
+    # agent loop: the validator's verdict on an action the agent proposed, scored on the agent's own
+    # call (the channels demo's texts ask for emails).
+    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "validator"}
+    verdicts = CallScore.objects.filter(source="validator")
+    assert set(verdicts.values_list("metric", "call__route").distinct()) == {("validator.blocked", "agent")}
     assert CallScore.objects.filter(source="router.online_eval").count() == ModelCall.objects.filter(
         route="router.online_eval").count() > 0
     assert ModelCall.objects.filter(route="analyst.score").exists()
