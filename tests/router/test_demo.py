@@ -78,6 +78,10 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     # stage holds and why, rather than showing a ramp the evidence didn't earn.
     assert "judge.quality" in page and "Last guardrail check" in page and rollout.candidate.name in page
     assert "Guardrail:" in page or "not enough evidence yet" in page
+    # The route page's four target and variant menus share one query each (it ran 19 before).
+    with django_assert_max_num_queries(13):
+        detail = ops.get("/router/routes/validator/")
+    assert detail.status_code == 200 and detail.content.decode().count("deepseek-v4-flash") >= 4
     with django_assert_max_num_queries(12):
         costs = ops.get("/router/costs/")
     body = costs.content.decode()
