@@ -44,11 +44,10 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
 
     # Every score was given by the online judge through its own route (one judge call per score),
     # by the analyst, which scored the demo's finished agent tasks through its own route, or by the
-    # agent loop: the validator's verdict on an action the agent proposed, scored on the agent's own
-    # call (the channels demo's texts ask for emails).
+    # validator: whether the action the agent's call proposed was blocked (agent.loop).
     assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "validator"}
-    verdicts = CallScore.objects.filter(source="validator")
-    assert set(verdicts.values_list("metric", "call__route").distinct()) == {("validator.blocked", "agent")}
+    assert set(CallScore.objects.filter(source="validator").values_list("call__route", "metric").distinct()) == {
+        ("agent", "validator.blocked")}
     assert CallScore.objects.filter(source="router.online_eval").count() == ModelCall.objects.filter(
         route="router.online_eval").count() > 0
     assert ModelCall.objects.filter(route="analyst.score").exists()
