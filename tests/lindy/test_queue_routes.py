@@ -100,6 +100,7 @@ def test_all_queues_names_the_default_and_each_class():
 
 
 MODEL_BOUND = {"agent", "hydration", "evals", "drafting"}
+BACKGROUND = {"hydration", "evals", "drafting"}
 
 
 def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
@@ -117,6 +118,9 @@ def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
             else:
                 concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
                 assert concurrency <= 2, name  # make run shares two cores between all of them
+            # Background work yields the CPU to what a person waits on (the debounce, the agent's
+            # answer, pages): its 50 threads would otherwise starve the channels worker (issue 31).
+            assert command.strip().startswith("nice -n 10 ") == (kind in BACKGROUND), name
             assert re.search(r"-n \S+@%h", command), f"{name}: each worker needs its own node name"
             consumed[name] = queues
     assert sorted(consumed.values()) == sorted(
