@@ -39,8 +39,12 @@ TURNS = int(os.environ.get("LINDY_BENCH_TURNS", 200))
 MEETINGS = 10
 LATENCIES_MS = (0, 2000)
 THREADS = 50
+# The worker's psycopg pool (DB_POOL_MAX_SIZE; 0: none, a connection per thread as the Procfile runs it).
+POOL = int(os.environ.get("LINDY_BENCH_DB_POOL", 0))
 GOAL_SHARE = 0.8
 GOAL_CONNECTIONS = 40
+# Not a goal of the issue: the README's scale table counts about 240 MB a process; past this it is wrong.
+GOAL_RSS_MB = 300
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS: dict[tuple[str, int], dict] = {}
 
@@ -109,7 +113,7 @@ def _measure(kind: str, latency_ms: int, tmp_path, monkeypatch, prepare, enqueue
     fake, url = _fake_model(latency_ms, env)
     for key, value in {"LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": str(latency_ms),
                        "LINDY_FAKE_MODEL_URL": url,
-                       "LINDY_WORKER_THREADS": str(THREADS)}.items():
+                       "LINDY_WORKER_THREADS": str(THREADS), "DB_POOL_MAX_SIZE": str(POOL)}.items():
         monkeypatch.setenv(key, value)
     work = prepare()
     worker = WorkerProcess(tmp_path / f"worker-{kind}-{latency_ms}.log")
@@ -220,10 +224,15 @@ def test_throughput_of_one_worker_process(kind, latency_ms, tmp_path, monkeypatc
     unit = "runs/s" if kind == "hydration" else "turns/s"
     record_goal(f"{kind} throughput, one worker process, 2 s model latency vs 0 ms", 100 * slow["rate"] / fast["rate"],
                 100 * GOAL_SHARE, "%",
-                note=f"{slow['rate']:.2f} vs {fast['rate']:.2f} {unit}; {THREADS} threads; peak RSS "
-                     f"{max(slow['rss_mb'], fast['rss_mb']):.0f} MB")
+                note=f"{slow['rate']:.2f} vs {fast['rate']:.2f} {unit}; {THREADS} threads"
+                     + (f", psycopg pool of {POOL}" if POOL else ""))
     record_goal(f"{kind} worker processes per queue", 1, 2, "", at_least=False,
                 note=f"the threads pool, {THREADS} threads")
-    record_goal(f"{kind} database connections in all (peak, 2 s latency)", max(slow["connections"], fast["connections"]),
-                GOAL_CONNECTIONS, "", at_least=False,
-                note="every connection to the bench database: the worker's threads, the bench's own")
+    record_goal(f"{kind} peak RSS of the worker process", max(slow["rss_mb"], fast["rss_mb"]), GOAL_RSS_MB, "MB",
+                at_least=False, note=f"at 0 ms {fast['rss_mb']:.0f} MB, at 2 s {slow['rss_mb']:.0f} MB; the ceiling is "
+                "what the README's scale table assumes a process, with room")
+    record_goal(f"{kind} database connections in all (peak, either latency)",
+                max(slow["connections"], fast["connections"]), GOAL_CONNECTIONS, "", at_least=False,
+                note=f"at 0 ms {fast['connections']}, at 2 s {slow['connections']}; every connection to the bench "
+                     "database: the worker's threads and heartbeats, the bench's own; "
+                     + (f"psycopg pool of {POOL}" if POOL else "no pool: a connection per thread"))
