@@ -31,10 +31,10 @@ MEETINGS = 5  # per hydration
 EVALS = 6
 # The Procfile's background workers (hydration, evals, drafting) run at this CPU priority (`nice -n`).
 BACKGROUND_NICE = 10
-# The latency-bound workers (channels, agent) keep their connections as in production (DB_CONN_MAX_AGE's
-# default); the threaded background workers close theirs after each task, so the shared server's
-# connections are not held by a hundred idle threads.
+# The channels worker keeps its connections as in production (DB_CONN_MAX_AGE's default); the threaded
+# workers share a psycopg pool of this size a process, as the Procfile's (a pool replaces persistence).
 CONN_MAX_AGE = 60
+DB_POOL = 20
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,13 +82,17 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
                                CHANNELS_DEBOUNCE_SECONDS=3):
             recorder.reset()
             try:
-                # As the Procfile runs them: two processes for channels, one threaded process each for
-                # the agent, hydration and evals.
+                # As the Procfile runs them: two processes for channels (prefork, persistent connections),
+                # one threaded process each for the agent, hydration and evals, with a psycopg pool of
+                # DB_POOL_MAX_SIZE; hydration and evals at a lower CPU priority.
                 threaded = ("--pool=threads", "--concurrency=50")
-                for kind, pool, nice in (("channels", ("--pool=prefork", "--concurrency=2"), 0), ("agent", threaded, 0),
-                                         ("hydration", threaded, BACKGROUND_NICE), ("evals", threaded, BACKGROUND_NICE)):
+                pooled = {"DB_POOL_MAX_SIZE": str(DB_POOL)}
+                for kind, pool, nice, env in (("channels", ("--pool=prefork", "--concurrency=2"), 0, {}),
+                                              ("agent", threaded, 0, pooled),
+                                              ("hydration", threaded, BACKGROUND_NICE, pooled),
+                                              ("evals", threaded, BACKGROUND_NICE, pooled)):
                     workers.append(WorkerProcess(tmp_path / f"worker-{kind}.log").start(
-                        *pool, queues=[f"{base}.{kind}"], nice=nice, conn_max_age=CONN_MAX_AGE if not nice else 0))
+                        *pool, queues=[f"{base}.{kind}"], nice=nice, conn_max_age=CONN_MAX_AGE, env=env))
 
                 team = TeamFactory(name="Bench")
                 people = [member_of(team, Membership.Role.MEMBER) for _ in range(max(HYDRATIONS, CONVERSATIONS))]

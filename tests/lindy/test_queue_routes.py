@@ -114,6 +114,8 @@ def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
             kind = queues.rpartition(".")[2] if "}." in queues else ""
             if kind in MODEL_BOUND:
                 assert "--pool=threads" in command, name
+                # Their threads share a psycopg pool: connections bounded per process (README, "Throughput per worker").
+                assert "env DB_POOL_MAX_SIZE=${DB_POOL_MAX_SIZE:-20} celery " in command, name
                 assert "--concurrency" not in command, name  # LINDY_WORKER_THREADS (settings) decides
             else:
                 concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
