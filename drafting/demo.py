@@ -177,8 +177,8 @@ def _two_weeks(people: list[_Person]) -> None:
                     if user_id in ids:
                         person = next(p for p in people if p.user.pk == user_id)
                         learner_services.learner_run(user=person.user, trigger=trigger, now=timezone.now())
-        for account in GmailAccount.objects.filter(user__in=[p.user for p in people]):
-            mark_disconnected(account, GMAIL_GONE)
+    for account in GmailAccount.objects.filter(user__in=[p.user for p in people]):  # today, not two weeks ago
+        mark_disconnected(account, GMAIL_GONE)
 
 
 # --- The recount ---------------------------------------------------------------------------------

@@ -41,6 +41,13 @@ def _pages_show_drafts_a_daily_heavy_edit_chart_and_decided_proposals(seeded):
     assert len(chart["periods"]) >= 10 and all(n > 0 for n in daily)
     assert all(r is not None for s in chart["series"] for r, n in zip(s["rate"], s["scorable"], strict=True) if n)
     assert client.get("/drafting/charts/").status_code == 200
+    # The team's chart (its admin's): the learner catches up with the people, so the heavy-edit rate
+    # of the last 3 days is at most half the first 3 days' (as learner_simulate's test asks).
+    team = client_for(ada).get("/api/drafting/charts", {"days": 30, "team": seeded.teams["Acme"].pk}).json()
+    heavy, scorable = ([sum(s[key][i] for s in team["heavy_edit"]["series"])
+                        for i in range(len(team["heavy_edit"]["periods"]))] for key in ("heavy", "scorable"))
+    first, last = sum(heavy[:3]) / sum(scorable[:3]), sum(heavy[-3:]) / sum(scorable[-3:])
+    assert len(heavy) == drafting_demo.DAYS and last <= first / 2, (heavy, scorable)
 
     # The team admin's learner page lists the team's proposals, accepted and rejected among them.
     learner = client_for(ada).get("/drafting/learner/").content.decode()
