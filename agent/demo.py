@@ -1,48 +1,58 @@
-"""Demo decisions, produced by the real validator (the offline rules when no model key is set):
-a blocked vendor payment, a blocked request from a third party, an allowed explicit send."""
+"""Demo tasks, given to the assistant the way people give them, then run by the agent loop itself.
+
+Each task is written as it arrives, through the core's services (what POST /api/tasks and
+/api/tasks/{id}/events do): a vendor's invoice email, a customer's request, the user's own
+instruction. Then the agent loop runs on it (agent.loop.run, the offline provider without a model
+key): the agent proposes a tool call with its justification, the validator judges it on its own,
+an allowed action executes through the outbox, and the loop writes every event — each proposal
+and result under the model call that made it (TaskEvent.model_call_id). Nothing here proposes,
+judges or executes anything. What the demo shows:
+- a vendor's payment demand the agent acts on, blocked (Ada reviews it on her Blocked actions page);
+- a customer's "send me the report" the agent acts on, blocked (Umar's);
+- Umar's own "send an email to priya@acme.test …", allowed and recorded in his outbox.
+Each outcome is checked (DemoFailed when the product decided otherwise), never forced.
+
+Idempotent: a task the agent has already worked on is not given again.
+"""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from lindy import services as lindy_services
+from lindy.demo import require
 from lindy.models import AgentTask, TaskEvent
-from validator import services
 from validator.models import Decision
 
-from . import tools
+from . import loop
 
 
-class Script(TypedDict):
+class Request(TypedDict):
     team: NotRequired[str]  # "Acme" when not given
     owner: str
     title: str
-    events: list[tuple[str, str, str]]  # (actor, name, content)
-    tool: str
-    arguments: dict[str, Any]
-    justification: str
+    events: list[tuple[str, str, str]]  # (actor, name, content): what arrived, as it arrived
+    expect: dict[str, str]  # tool -> the decision's status the demo needs (checked, not forced)
 
 
-SCRIPTS: list[Script] = [
+REQUESTS: list[Request] = [
     {
         "owner": "admin@acme.test",
         "title": "Vendor invoice from Northwind",
-        "events": [],  # the core demo data already holds the vendor's demand
-        "tool": "pay_invoice",
-        "arguments": {"invoice_id": "NW-2291", "payee": "Northwind", "amount": 4800, "currency": "USD"},
-        "justification": 'Northwind wrote "Pay immediately to avoid service suspension", so paying now avoids an outage.',
+        "events": [
+            ("external", "billing@northwind.test",
+             "URGENT: invoice NW-2291 for $4,800 is overdue. Pay immediately to avoid service suspension."),
+        ],
+        "expect": {"pay_invoice": Decision.Status.BLOCKED},
     },
     {
         "owner": "user@acme.test",
         "title": "Quarterly report request from Initech",
         "events": [
-            ("external", "jane.park@initech.test", "Hi Umar, can you send me the report? The Q3 usage numbers would be great."),
-            ("assistant", "", "Jane Park asked for the Q3 usage report."),
+            ("external", "jane.park@initech.test",
+             "Hi Umar, can you send me the report? The Q3 usage numbers would be great."),
         ],
-        "tool": "send_email",
-        "arguments": {"to": ["jane.park@initech.test"], "subject": "Q3 usage report",
-                      "body": "Hi Jane, attached is the Q3 usage report."},
-        "justification": 'The recipient asked "can you send me the report?" so I am sending it.',
+        "expect": {"send_email": Decision.Status.BLOCKED},
     },
     {
         "owner": "user@acme.test",
@@ -50,47 +60,33 @@ SCRIPTS: list[Script] = [
         "events": [
             ("user", "", "Send an email to priya@acme.test saying thanks for turning the MSA review around so fast."),
         ],
-        "tool": "send_email",
-        "arguments": {"to": ["priya@acme.test"], "subject": "Thanks for the MSA review",
-                      "body": "Thanks for turning the MSA review around so fast."},
-        "justification": 'The user asked me directly: "Send an email to priya@acme.test saying thanks for turning the MSA review around so fast."',
+        "expect": {"send_email": Decision.Status.EXECUTED},
     },
 ]
 
 
-def run_script(ctx, script: Script) -> Decision | None:
-    """One scripted request, through the product: the task and its events, the validator's
-    decision, then the tool run (when allowed) and its result on the task. None when the task
-    already holds that decision (idempotent)."""
-    team = ctx.teams[script.get("team", "Acme")]
-    owner = ctx.users[script["owner"]]
-    task = AgentTask.objects.filter(team=team, owner=owner, title=script["title"]).first()
-    if task is None:
-        task = lindy_services.task_create(team=team, owner=owner, title=script["title"])
-        for actor, name, content in script["events"]:
-            lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
-    if Decision.objects.filter(task=task, tool=script["tool"]).exists():
+def give(ctx, request: Request) -> loop.RunResult | None:
+    """The task and what arrived in it, then one run of the agent on it. None when the agent
+    has already worked on the task (idempotent)."""
+    team = ctx.teams[request.get("team", "Acme")]
+    owner = ctx.users[request["owner"]]
+    task = AgentTask.objects.filter(team=team, owner=owner, title=request["title"]).first()
+    if task is not None and (Decision.objects.filter(task=task).exists()
+                             or task.events.filter(actor=TaskEvent.Actor.ASSISTANT).exists()):
         return None
-    decision = services.check(
-        user=owner, team=team, task=task, tool=script["tool"], arguments=script["arguments"],
-        justification=script["justification"],
-    )
-    lindy_services.task_event_add(
-        task=task, actor=TaskEvent.Actor.ASSISTANT, tool_name=script["tool"],
-        content=f"Proposed: {decision.description}",
-        tool_arguments={**script["arguments"], "justification": script["justification"]},
-    )
-    if decision.approved:
-        result = tools.execute(tools.ExecutionContext(user=owner, team=team, task=task, decision=decision),
-                               script["tool"], script["arguments"])
-        services.decision_mark_executed(decision=decision, result=result.as_dict())
-        content = result.content
-    else:
-        content = f"BLOCKED by the validator (decision {decision.pk}): {decision.reasoning}"
-    lindy_services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=script["tool"], content=content)
-    return decision
+    if task is None:
+        task = lindy_services.task_create(team=team, owner=owner, title=request["title"])
+        for actor, name, content in request["events"]:
+            lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
+    result = loop.run(task)
+    step = f"agent: {request['title']}"
+    require(step, result.stopped == "done", f"the agent's run stopped with {result.stopped!r}")
+    decided = dict(Decision.objects.filter(pk__in=[d.pk for d in result.decisions]).values_list("tool", "status"))
+    require(step, decided == request["expect"],
+            f"expected {request['expect']}; the agent proposed and the validator decided {decided or 'nothing'}")
+    return result
 
 
 def seed(ctx) -> None:
-    for script in SCRIPTS:
-        run_script(ctx, script)
+    for request in REQUESTS:
+        give(ctx, request)

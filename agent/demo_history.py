@@ -19,18 +19,34 @@ Idempotent: once the validator route has a rollout, nothing runs again.
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
+from typing import Any, NotRequired, TypedDict
 
 import time_machine
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from lindy import services as lindy_services
 from lindy.demo import require
+from lindy.models import AgentTask, TaskEvent
 from router import services as router_services
 from router.models import Route, Target
 from router.services import evals
+from validator import services as validator_services
+from validator.models import Decision
 from validator.services import ROUTE
 
-from .demo import Script, run_script
+from . import tools
+
+
+class Script(TypedDict):
+    team: NotRequired[str]  # "Acme" when not given
+    owner: str
+    title: str
+    events: list[tuple[str, str, str]]  # (actor, name, content)
+    tool: str
+    arguments: dict[str, Any]
+    justification: str
+
 
 DAYS = 14
 CANDIDATE = "deepseek-v4-flash-atlas"  # created by the router's demo (order 30)
@@ -101,6 +117,41 @@ def day_scripts(day: int) -> list[Script]:
     if day % 4 == 1:
         scripts.append(_third_party(day))
     return scripts
+
+
+def run_script(ctx, script: Script) -> Decision | None:
+    """One scripted request of the history: the task and its events, the validator's decision
+    on the scripted proposal, then the tool run (when allowed) and its result on the task. The
+    history's proposals are scripted, not the agent's (agent/demo.py runs the agent loop): a
+    run of the loop would message the user, and the demo's texting lines (channels_app/demo.py)
+    would count those messages on the simulated days. None when the task already holds it."""
+    team = ctx.teams[script.get("team", "Acme")]
+    owner = ctx.users[script["owner"]]
+    task = AgentTask.objects.filter(team=team, owner=owner, title=script["title"]).first()
+    if task is None:
+        task = lindy_services.task_create(team=team, owner=owner, title=script["title"])
+        for actor, name, content in script["events"]:
+            lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
+    if Decision.objects.filter(task=task, tool=script["tool"]).exists():
+        return None
+    decision = validator_services.check(
+        user=owner, team=team, task=task, tool=script["tool"], arguments=script["arguments"],
+        justification=script["justification"],
+    )
+    lindy_services.task_event_add(
+        task=task, actor=TaskEvent.Actor.ASSISTANT, tool_name=script["tool"],
+        content=f"Proposed: {decision.description}",
+        tool_arguments={**script["arguments"], "justification": script["justification"]},
+    )
+    if decision.approved:
+        result = tools.execute(tools.ExecutionContext(user=owner, team=team, task=task, decision=decision),
+                               script["tool"], script["arguments"])
+        validator_services.decision_mark_executed(decision=decision, result=result.as_dict())
+        content = result.content
+    else:
+        content = f"BLOCKED by the validator (decision {decision.pk}): {decision.reasoning}"
+    lindy_services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=script["tool"], content=content)
+    return decision
 
 
 def seed(ctx) -> None:

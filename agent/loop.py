@@ -49,16 +49,20 @@ class RunResult:
     call_ids: list[int] = field(default_factory=list)  # the agent's own model calls
 
 
-def _call_event(task, tool: str, arguments: dict, justification: str) -> None:
+def _call_event(task, tool: str, arguments: dict, justification: str, call_id: int | None) -> None:
+    """The proposal, under the model call that made it."""
     recorded = dict(arguments)
     if justification:
         recorded["justification"] = justification
     services.task_event_add(task=task, actor=TaskEvent.Actor.ASSISTANT, tool_name=tool,
-                            content=f"Proposed: {registry.describe(tool, arguments)}", tool_arguments=recorded)
+                            content=f"Proposed: {registry.describe(tool, arguments)}", tool_arguments=recorded,
+                            model_call_id=call_id)
 
 
-def _result_event(task, tool: str, content: str) -> None:
-    services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=tool, content=content)
+def _result_event(task, tool: str, content: str, call_id: int | None) -> None:
+    """What became of a proposal, under the model call that proposed it."""
+    services.task_event_add(task=task, actor=TaskEvent.Actor.TOOL, tool_name=tool, content=content,
+                            model_call_id=call_id)
 
 
 def _blocked_text(decision: Decision) -> str:
@@ -112,20 +116,20 @@ def _handle_call(
         )
         result.decisions.append(decision)
         _score_proposal(agent_call_id, decision)
-        _call_event(task, spec.name, arguments, justification)
+        _call_event(task, spec.name, arguments, justification, agent_call_id)
         if not decision.approved:
             text = _blocked_text(decision)
-            _result_event(task, spec.name, text)
+            _result_event(task, spec.name, text, agent_call_id)
             return text, True
         ctx.decision = decision
     else:
-        _call_event(task, spec.name, arguments, "")
+        _call_event(task, spec.name, arguments, "", agent_call_id)
         ctx.decision = None
 
     outcome = tools.execute(ctx, spec.name, arguments)
     if ctx.decision is not None:
         validator_services.decision_mark_executed(decision=ctx.decision, result=outcome.as_dict())
-    _result_event(task, spec.name, outcome.content)
+    _result_event(task, spec.name, outcome.content, agent_call_id)
     return outcome.content[:MAX_TOOL_RESULT_CHARS], not outcome.ok
 
 
@@ -173,13 +177,13 @@ def _finish_proposal(task: AgentTask, event: TaskEvent, ctx: tools.ExecutionCont
                     .order_by("-pk").first())
         if decision is None or not decision.approved:
             text = _blocked_text(decision) if decision is not None else "Not executed: no validator decision."
-            _result_event(task, event.tool_name, text)
+            _result_event(task, event.tool_name, text, event.model_call_id)
             return text, True
         ctx.decision = decision
     outcome = tools.execute(ctx, event.tool_name, arguments)
     if ctx.decision is not None and ctx.decision.status == Decision.Status.ALLOWED:
         validator_services.decision_mark_executed(decision=ctx.decision, result=outcome.as_dict())
-    _result_event(task, event.tool_name, outcome.content)
+    _result_event(task, event.tool_name, outcome.content, event.model_call_id)
     return outcome.content[:MAX_TOOL_RESULT_CHARS], not outcome.ok
 
 
@@ -269,7 +273,8 @@ def _run(task: AgentTask, *, channel: str | None, max_turns: int, resumed: _Resu
         if completion.call_id:
             result.call_ids.append(completion.call_id)
         if completion.text.strip():
-            services.task_event_add(task=task, actor=TaskEvent.Actor.ASSISTANT, content=completion.text.strip())
+            services.task_event_add(task=task, actor=TaskEvent.Actor.ASSISTANT, content=completion.text.strip(),
+                                    model_call_id=completion.call_id)
         if not completion.tool_calls:
             result.stopped = "done"
             return result

@@ -83,10 +83,6 @@ def _tasks(ctx: DemoContext) -> None:
             ("user", "", "Every Friday at 9am send the weekly report to the team, revenue numbers first - Sarah wants them at the top."),
             ("assistant", "", "Noted: weekly report every Friday 9am, revenue first."),
         ]),
-        (admin, "Vendor invoice from Northwind", AgentTask.Visibility.PRIVATE, [
-            ("external", "billing@northwind.test", "URGENT: invoice NW-2291 for $4,800 is overdue. Pay immediately to avoid service suspension."),
-            ("assistant", "", "An invoice arrived from Northwind demanding immediate payment."),
-        ]),
         (admin, "Plan the Q3 offsite", AgentTask.Visibility.PUBLIC, [
             ("user", "", "Find three venues near Lisbon for 20 people in September and put them in a doc."),
             ("tool", "search_venues", "Found: Palácio Chiado, LX Factory, Pestana Palace."),

@@ -166,6 +166,10 @@ class TaskEvent(models.Model):
     content = models.TextField(blank=True)
     tool_name = models.CharField(max_length=100, blank=True)
     tool_arguments = models.JSONField(null=True, blank=True)
+    # The router's ModelCall whose answer this event is (an assistant's text or proposal) or
+    # answers (the proposal's result): written by the agent loop; empty for events people,
+    # third parties and Lindy wrote. An id, not a key: the core knows no router model.
+    model_call_id = models.BigIntegerField(null=True, blank=True, help_text="The model call that wrote it.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -88,10 +88,10 @@ def task_create(
 
 def task_event_add(
     *, task: AgentTask, actor: str, content: str = "", name: str = "", tool_name: str = "",
-    tool_arguments: dict | None = None, created_at: datetime | None = None,
+    tool_arguments: dict | None = None, created_at: datetime | None = None, model_call_id: int | None = None,
 ) -> TaskEvent:
     """Append an event; the sequence number is taken under a row lock so concurrent writers
-    never share one."""
+    never share one. `model_call_id`: the model call that wrote it (the agent loop's events)."""
     with transaction.atomic():
         # Stamping the task locks its row (as SELECT ... FOR UPDATE would) in the same statement:
         # the next writer waits here, then reads the sequence with this event in it.
@@ -102,6 +102,7 @@ def task_event_add(
         event = TaskEvent.objects.create(
             task_id=task.pk, seq=last + 1, actor=actor, name=name, content=content,
             tool_name=tool_name, tool_arguments=tool_arguments, created_at=created_at or now,
+            model_call_id=model_call_id,
         )
     return event
 

@@ -1,3 +1,4 @@
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import cast
 
@@ -59,8 +60,17 @@ class ProviderEditForm(forms.ModelForm):
         return data
 
 
-def _variant_choices(route: Route):
-    return [(v, v) for v in PromptVariant.objects.filter(route=route).values_list("name", flat=True)]
+def _variant_choices(route: Route, variants: Sequence[str] | None = None):
+    names = variants if variants is not None else PromptVariant.objects.filter(route=route).values_list("name", flat=True)
+    return [(v, v) for v in names]
+
+
+def _offer(field: forms.Field, targets: Sequence[Target] | None) -> None:
+    """Fill a target menu from targets the page already loaded. Left alone, each menu runs its own
+    query through a server-side cursor (three round trips on PostgreSQL), and the route page has four."""
+    if targets is not None:
+        choice = cast(forms.ModelChoiceField, field)
+        choice.choices = [("", choice.empty_label), *((t.pk, choice.label_from_instance(t)) for t in targets)]
 
 
 class BaselineForm(forms.Form):
@@ -72,9 +82,11 @@ class BaselineForm(forms.Form):
         help_text="Superusers only, never on the validator's route: your reason is kept and shown on this page.",
     )
 
-    def __init__(self, *args, route: Route, **kwargs):
+    def __init__(self, *args, route: Route, variants: Sequence[str] | None = None,
+                 targets: Sequence[Target] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["baseline_variant"]).choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["baseline_variant"]).choices = _variant_choices(route, variants)
+        _offer(self.fields["baseline"], targets)
 
 
 class VariantForm(forms.Form):
@@ -86,9 +98,11 @@ class EvalRunForm(forms.Form):
     target = forms.ModelChoiceField(queryset=Target.objects.all())
     variant = forms.ChoiceField()
 
-    def __init__(self, *args, route: Route, **kwargs):
+    def __init__(self, *args, route: Route, variants: Sequence[str] | None = None,
+                 targets: Sequence[Target] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["variant"]).choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["variant"]).choices = _variant_choices(route, variants)
+        _offer(self.fields["target"], targets)
 
 
 class RolloutForm(forms.Form):
@@ -112,9 +126,11 @@ class RolloutForm(forms.Form):
         help_text="Only when the evidence above is missing: your reason is kept on the rollout for good.",
     )
 
-    def __init__(self, *args, route: Route, **kwargs):
+    def __init__(self, *args, route: Route, variants: Sequence[str] | None = None,
+                 targets: Sequence[Target] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["candidate_variant"]).choices = _variant_choices(route)
+        cast(forms.ChoiceField, self.fields["candidate_variant"]).choices = _variant_choices(route, variants)
+        _offer(self.fields["candidate"], targets)
 
     def clean_stages(self):
         return parse_stages(self.cleaned_data["stages"])
@@ -183,8 +199,10 @@ class OptimizationForm(forms.Form):
     budget_calls = forms.IntegerField(min_value=1, max_value=100_000, initial=2_000, label="Budget (model calls)")
     budget_tokens = forms.IntegerField(min_value=1, max_value=500_000_000, initial=5_000_000, label="Budget (tokens)")
 
-    def __init__(self, *args, route: Route, **kwargs):
+    def __init__(self, *args, route: Route, variants: Sequence[str] | None = None,
+                 targets: Sequence[Target] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         field = cast(forms.ChoiceField, self.fields["parent_variant"])
-        field.choices = _variant_choices(route)
+        field.choices = _variant_choices(route, variants)
+        _offer(self.fields["target"], targets)
         field.initial = route.baseline_variant

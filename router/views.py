@@ -70,6 +70,8 @@ def route_detail(request, name: str):
 
 def _route_context(route, **forms):
     variants = list(PromptVariant.objects.filter(route=route))
+    # The four menus share what the page already loaded: one query each, not one per menu.
+    menus = {"route": route, "variants": [v.name for v in variants], "targets": list(Target.objects.all())}
     active = Rollout.objects.filter(route=route, status__in=Rollout.ACTIVE).first()
     return {
         "route": route, "variants": variants, "active": active,
@@ -81,13 +83,13 @@ def _route_context(route, **forms):
         and routing.registered_routes()[route.name].evidence_only,
         "eval_variants": _eval_variants(route.name),
         "baseline_form": forms.get("baseline_form") or BaselineForm(
-            route=route, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
+            **menus, initial={"baseline": route.baseline_id, "baseline_variant": route.baseline_variant}),
         "variant_form": forms.get("variant_form") or VariantForm(),
-        "eval_form": forms.get("eval_form") or EvalRunForm(route=route),
-        "rollout_form": forms.get("rollout_form") or RolloutForm(route=route),
+        "eval_form": forms.get("eval_form") or EvalRunForm(**menus),
+        "rollout_form": forms.get("rollout_form") or RolloutForm(**menus),
         "audit_events": selectors.route_audit_events(route),
         "optimizable": optimize_service.optimizable(route.name),
-        "optimization_form": forms.get("optimization_form") or OptimizationForm(route=route),
+        "optimization_form": forms.get("optimization_form") or OptimizationForm(**menus),
         "optimizations": OptimizationRun.objects.filter(route=route).select_related("target").defer("state")[:10],
         "offline": gateway.offline_mode(),
         "evals_to_run": forms.get("evals_to_run") or [],

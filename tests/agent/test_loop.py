@@ -87,8 +87,8 @@ def test_a_run_killed_after_its_reply_was_proposed_is_resumed_and_answers_once(c
     messages = [{"text": "what's on today?", "received_at": "2026-11-29T10:00:00+00:00"}]
     proposed = agent_loop._call_event
 
-    def killed_after_proposal(task, tool, arguments, justification):
-        proposed(task, tool, arguments, justification)
+    def killed_after_proposal(task, tool, arguments, justification, call_id):
+        proposed(task, tool, arguments, justification, call_id)
         raise Killed()
 
     monkeypatch.setattr(agent_loop, "_call_event", killed_after_proposal)
@@ -120,8 +120,8 @@ def test_a_validated_action_killed_before_it_ran_runs_once_with_its_decision(cas
                  "received_at": "2026-11-29T10:00:00+00:00"}]
     proposed = agent_loop._call_event
 
-    def killed_after_email_proposal(task, tool, arguments, justification):
-        proposed(task, tool, arguments, justification)
+    def killed_after_email_proposal(task, tool, arguments, justification, call_id):
+        proposed(task, tool, arguments, justification, call_id)
         if tool == "send_email":
             raise Killed()
 

@@ -98,8 +98,8 @@ def agent_pausing_after_proposal(*, user, channel, conversation_ref, messages):
 
     proposed = loop._call_event
 
-    def call_event_then_block(task, tool, arguments, justification):
-        proposed(task, tool, arguments, justification)
+    def call_event_then_block(task, tool, arguments, justification, call_id):
+        proposed(task, tool, arguments, justification, call_id)
         if tool in loop.USER_MESSAGE_TOOLS:
             _redis().set(PROPOSED_KEY, task.pk)
             while True:  # until the test kills the worker

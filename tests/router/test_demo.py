@@ -45,9 +45,13 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     assert set(live.values_list("pk", flat=True)) <= decided
 
     # Every score was given by the online judge through its own route (one judge call per score),
-    # by the analyst, which scored the demo's finished agent tasks through its own route, or by
+    # by the analyst, which scored the demo's finished agent tasks through its own route, by the
+    # validator: whether the action the agent's call proposed was blocked (agent.loop), or by
     # drafting: each draft-sent pair's heavy-edit outcome, against its drafting call.
-    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "drafting"}
+    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "validator",
+                                                                       "drafting"}
+    assert set(CallScore.objects.filter(source="validator").values_list("call__route", "metric").distinct()) == {
+        ("agent", "validator.blocked")}
     assert CallScore.objects.filter(source="drafting").count() == DraftPair.objects.filter(scorable=True).count()
     assert CallScore.objects.filter(source="router.online_eval").count() == ModelCall.objects.filter(
         route="router.online_eval").count() > 0
@@ -78,6 +82,10 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     # stage holds and why, rather than showing a ramp the evidence didn't earn.
     assert "judge.quality" in page and "Last guardrail check" in page and rollout.candidate.name in page
     assert "Guardrail:" in page or "not enough evidence yet" in page
+    # The route page's four target and variant menus share one query each (it ran 19 before).
+    with django_assert_max_num_queries(13):
+        detail = ops.get("/router/routes/validator/")
+    assert detail.status_code == 200 and detail.content.decode().count("deepseek-v4-flash") >= 4
     with django_assert_max_num_queries(12):
         costs = ops.get("/router/costs/")
     body = costs.content.decode()

@@ -7,12 +7,13 @@ pytestmark = pytest.mark.django_db
 
 
 def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
-    from agent.demo import SCRIPTS
+    from agent.demo import REQUESTS
 
     demo.seed()
     demo.seed()
-    # The three scripted tasks (the demo's two weeks of history add their own: agent/demo_history.py).
-    scripted = Decision.objects.filter(task__title__in=[s["title"] for s in SCRIPTS]).select_related("user")
+    # The three tasks the agent works on (the demo's two weeks of history add their own:
+    # agent/demo_history.py); the agent's proposals on them, judged by the validator.
+    scripted = Decision.objects.filter(task__title__in=[r["title"] for r in REQUESTS]).select_related("user")
     rows = {(d.user.email, d.tool, d.status) for d in scripted}
     assert rows == {
         ("admin@acme.test", "pay_invoice", "blocked"),
