@@ -26,7 +26,8 @@ from ratios import record_absolute
 
 GOAL_SECONDS = 3.3
 CONVERSATIONS = 12
-HYDRATIONS = 60  # more than the hydration worker's 50 threads
+THREADS = 150  # the threaded workers' threads (LINDY_WORKER_THREADS's default on PostgreSQL)
+HYDRATIONS = 160  # more than the hydration worker's threads
 MEETINGS = 5  # per hydration
 EVALS = 6
 # The Procfile's background workers (hydration, evals, drafting) run at this CPU priority (`nice -n`).
@@ -76,7 +77,7 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
     workers = []
     with FakeLinq() as linq:
         wiring = {**linq.settings(), "LINDY_TEST_INBOUND_HANDLER": "tests.channels_app.recorder.record",
-                  "CHANNELS_DEBOUNCE_SECONDS": "3", "LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": "2000", "LINDY_WORKER_THREADS": "50"}
+                  "CHANNELS_DEBOUNCE_SECONDS": "3", "LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": "2000", "LINDY_WORKER_THREADS": str(THREADS)}
         for key, value in wiring.items():
             monkeypatch.setenv(key, value)
         with override_settings(**linq.settings(), CHANNELS_DEBOUNCE_SECONDS=3), \
@@ -86,7 +87,7 @@ def test_debounce_while_hydration_and_evals_run(tmp_path, monkeypatch):
                 # As the Procfile runs them: two processes for channels (prefork, persistent connections),
                 # one threaded process each for the agent, hydration and evals, with a psycopg pool of
                 # DB_POOL_MAX_SIZE; hydration and evals at a lower CPU priority.
-                threaded = ("--pool=threads", "--concurrency=50")
+                threaded = ("--pool=threads", f"--concurrency={THREADS}")
                 pooled = {"DB_POOL_MAX_SIZE": str(DB_POOL)}
                 for kind, pool, nice, env in (("channels", ("--pool=prefork", "--concurrency=2"), 0, {}),
                                               ("agent", threaded, 0, pooled),
