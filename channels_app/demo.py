@@ -130,7 +130,8 @@ def _slack(ctx, start: datetime) -> None:
     engineering = channels.get(channel_id="C0ENGINEER")
     services.slack_team_memory_set(channel=engineering, enabled=False, actor=admin)
     share = SlackChannelShare.objects.filter(channel__channel_id="C0LEADERSH", user=ctx.users["user@acme.test"]).first()
-    require("channels", share is not None, "#leadership's members were not matched to Acme's people")
+    if share is None:
+        raise DemoFailed("channels", "#leadership's members were not matched to Acme's people")
     services.slack_private_memory_set(share=share, enabled=True, actor=ctx.users["user@acme.test"])
     # The token is encrypted at rest: the demo's installation is known by the demo app's client id.
     SlackInstallation.objects.filter(slack_team_id=demo_slack.TEAM_ID, client_id=demo_slack.CLIENT_ID).update(

@@ -112,7 +112,7 @@ def slack() -> Iterator[None]:
         server.server_close()
 
 
-def bot_joined(channel_id: str, *, inviter: str = INSTALLER) -> tuple[bytes, dict[str, str]]:
+def bot_joined(channel_id: str, *, inviter: str = INSTALLER) -> tuple[bytes, dict]:
     """Slack's member_joined_channel delivery for the bot added to `channel_id`, signed (v0)."""
     now = int(time.time())
     _, private, _ = CHANNELS[channel_id]
