@@ -214,11 +214,14 @@ def channel_list(request):
     return render(request, "channels_app/channels.html", context)
 
 
-def _workspaces(team) -> list[str]:
-    """The Slack workspaces installed for `team`, by name: the one Slack state every page shows."""
-    return sorted({name for name in SlackInstallation.objects.filter(team=team)
-                   .values_list("slack_team_name", flat=True)} - {""}) or (
-        ["a Slack workspace"] if SlackInstallation.objects.filter(team=team).exists() else [])
+def _workspaces(team) -> dict[str, list[str]]:
+    """The Slack workspaces installed for `team`, by name, the one Slack state every page shows: split
+    by whether the assistant still holds their bot token (without one it reads nothing there)."""
+    names: dict[str, set[str]] = {"connected": set(), "tokenless": set()}
+    for installation in SlackInstallation.objects.filter(team=team).only("slack_team_name", "bot_token"):
+        names["connected" if installation.bot_token else "tokenless"].add(
+            installation.slack_team_name or "a Slack workspace")
+    return {state: sorted(found) for state, found in names.items()}
 
 
 def _enabled(request) -> bool:

@@ -185,8 +185,13 @@ def test_slack_configured_not_installed_offers_install(cast):
     html = client_for(cast.admin).get("/channels/").content.decode()
     assert 'data-slack-state="not-connected"' in html and 'data-action="slack-install"' in html
     assert f'href="/slack/install?team={cast.team.pk}"' in html
-    SlackInstallation.objects.create(team=cast.team, client_id="1.2", slack_team_id="T1", slack_team_name="Acme HQ",
-                                     user_id="U1")
+    installation = SlackInstallation.objects.create(team=cast.team, client_id="1.2", slack_team_id="T1",
+                                                    slack_team_name="Acme HQ", user_id="U1")
+    # Installed, but without a bot token the assistant reads nothing there: not "connected".
+    html = client_for(cast.admin).get("/channels/").content.decode()
+    assert 'data-slack-state="no-token"' in html and "Acme HQ" in html and 'data-action="slack-install"' in html
+    installation.bot_token = "xoxb-1"
+    installation.save()
     html = client_for(cast.admin).get("/channels/").content.decode()
     assert 'data-slack-state="connected"' in html and "Acme HQ" in html
 
