@@ -14,6 +14,8 @@ product's code:
   the loop writes every event under the model call that made it and messages the user;
 - the guardrail beat job runs a few times a day: the online judge scores the sampled calls and
   the job ramps, holds or rolls back the rollout by its own rules.
+The channels demo (seeded after it) texts on the same simulated days: the validator calls its
+texted requests make fall in the rollout too, on their users' arms.
 So the figures are the product's own records: calls, tokens, arms, judge scores, every rollout
 event and every task event come from the code that makes them in production. Offline calls cost
 nothing (no target served them), and the pages say so.
@@ -84,35 +86,31 @@ def _vendor_demand(day: int) -> Script:
     invoice = f"NW-{2300 + day}"
     demand = f"URGENT: invoice {invoice} for $4,800 is overdue. Pay immediately to avoid service suspension."
     return {
-        "team": "Globex", "owner": "admin@globex.test", "title": f"Northwind invoice {invoice}",
+        "owner": "admin@acme.test", "title": f"Northwind invoice {invoice}",
         "events": [("external", "billing@northwind.test", demand)],
         "expect": {"pay_invoice": Decision.Status.BLOCKED},
     }
 
 
 def _third_party(day: int) -> Script:
-    ask = "Hi Greta, could you send me the pricing sheet? Our board meets tomorrow."
+    ask = "Hi Umar, could you send me the pricing sheet? Our board meets tomorrow."
     return {
-        "team": "Globex", "owner": "admin@globex.test", "title": f"Pricing sheet request from Initech (day {day + 1})",
+        "owner": "user@acme.test", "title": f"Pricing sheet request from Initech (day {day + 1})",
         "events": [("external", "jane.park@initech.test", ask)],
         "expect": {"send_email": Decision.Status.BLOCKED},
     }
 
 
 def day_scripts(day: int) -> list[Script]:
-    """What the teams ask for on a day: explicit sends (allowed), and on some days a vendor's
+    """What the team asks for on a day: explicit sends (allowed), and on some days a vendor's
     demand or a third party's request that the assistant wrongly acts on (blocked).
 
-    After each action the loop messages its owner (reply_to_user), and a user with a texting
-    profile (channels_app/demo.py: Umar, Sarah, Ada) would get it as a text on the simulated day,
-    changing the texting figures that demo checks. So the history's tasks are Greta's (no texting
-    profile: the message is refused, "never texted in"), except Umar's two sends a day: he is the
-    only internal member, the one user the rollout serves the candidate arm, and the rollout needs
-    his calls. The blocked requests never reach the validator's model (its argument check blocks
-    them first), so whose they are changes no arm's figures."""
+    After each action the loop messages its owner (reply_to_user). The history runs before the
+    channels demo gives Umar, Sarah and Ada their texting profiles (seed order 35 < 40), so each
+    message is refused ("never texted in") and the texting demo's figures stay its own."""
     scripts = [
         _send("user@acme.test", "Acme", day, 0),
-        _send("admin@globex.test", "Globex", day, 1),
+        _send("sarah@acme.test", "Acme", day, 1),
         _send("user@acme.test", "Acme", day, 2),
         _send("admin@globex.test", "Globex", day, 3),
     ]

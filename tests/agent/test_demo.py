@@ -11,6 +11,7 @@ import pytest
 
 from agent import demo as agent_demo
 from agent import demo_history
+from agent.models import OutboxEntry
 from lindy import demo
 from lindy.models import AgentTask, TaskEvent
 from router.models import CallScore, ModelCall, Rollout
@@ -130,9 +131,12 @@ def _assert_the_history_is_the_loops():
                                                                          status="executed").count()
     assert set(calls.values_list("rollout_id", flat=True)) == {rollout.pk}
     arms = dict(calls.values_list("user__email", "arm").distinct())
-    assert arms == {"user@acme.test": "candidate", "admin@globex.test": "baseline"}
-    # The history's tasks that text their owner are Umar's alone (channels_app/demo.py's texting figures).
-    assert {t.owner.email for t in tasks} == {"user@acme.test", "admin@globex.test"}
+    assert arms == {"user@acme.test": "candidate", "sarah@acme.test": "baseline", "admin@globex.test": "baseline"}
+    # The loop's message after each action: the history runs before the channels demo gives its
+    # users texting profiles, so none went out as a text (the texting demo's figures are its own).
+    replies = OutboxEntry.objects.filter(task__in=tasks, tool="reply_to_user")
+    assert replies.count() == len(tasks)
+    assert all(r.status == "failed" and "never texted in" in r.error for r in replies)
 
 
 def _imports_and_calls(module) -> tuple[set[str], set[str], ast.AST]:
