@@ -3,8 +3,10 @@
 The model is the fake with latency (router.fake_model): the offline rules' answers after 0 ms or
 2,000 ms, over HTTP through the real anthropic client, served by `manage.py fake_model_server` in
 a process of its own (its CPU is the model's, not the worker's). One Celery worker process per
-measured queue, as the Procfile runs it: the threads pool (LINDY_WORKER_THREADS, 50), each thread
-with its own connection, closed while the model answers (router.gateway).
+measured queue, as the Procfile runs it: the threads pool (LINDY_WORKER_THREADS, 50) sharing a psycopg
+pool of 20 connections (DB_POOL_MAX_SIZE), a thread's given back while the model answers
+(router.gateway). LINDY_BENCH_DB_POOL=0 gives each thread its own connection instead;
+LINDY_BENCH_WORKER_POOL=gevent runs Celery's gevent pool instead of threads.
 
 - hydration: RUNS runs queued at once, each over MEETINGS new meetings of its own file system;
 - agent: TURNS tasks, each with a new message from its user, queued at once (`agent.tasks.agent_run`).
@@ -34,13 +36,20 @@ from django.db import connection
 from django.utils import timezone
 from ratios import record_goal
 
-RUNS = int(os.environ.get("LINDY_BENCH_RUNS", 120))
-TURNS = int(os.environ.get("LINDY_BENCH_TURNS", 200))
+RUNS = int(os.environ.get("LINDY_BENCH_RUNS", 400))
+TURNS = int(os.environ.get("LINDY_BENCH_TURNS", 400))
 MEETINGS = 10
 LATENCIES_MS = (0, 2000)
-THREADS = 50
+# Threads of the worker process (LINDY_WORKER_THREADS), the settings' default on PostgreSQL unless given.
+THREADS = int(os.environ.get("LINDY_BENCH_THREADS", 150))
+# The worker's Celery pool: the Procfile's threads, or gevent to compare (README, design notes).
+POOL_KIND = os.environ.get("LINDY_BENCH_WORKER_POOL", "threads")
+# The worker's psycopg pool (DB_POOL_MAX_SIZE), 20 as the Procfile's; 0: none, a connection per thread.
+POOL = int(os.environ.get("LINDY_BENCH_DB_POOL", 20))
 GOAL_SHARE = 0.8
 GOAL_CONNECTIONS = 40
+# Not a goal of the issue: the README's scale table counts about 240 MB a process; past this it is wrong.
+GOAL_RSS_MB = 450
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS: dict[tuple[str, int], dict] = {}
 
@@ -109,12 +118,12 @@ def _measure(kind: str, latency_ms: int, tmp_path, monkeypatch, prepare, enqueue
     fake, url = _fake_model(latency_ms, env)
     for key, value in {"LINDY_MODEL_OFFLINE": "1", "LINDY_FAKE_MODEL_LATENCY_MS": str(latency_ms),
                        "LINDY_FAKE_MODEL_URL": url,
-                       "LINDY_WORKER_THREADS": str(THREADS)}.items():
+                       "LINDY_WORKER_THREADS": str(THREADS), "DB_POOL_MAX_SIZE": str(POOL)}.items():
         monkeypatch.setenv(key, value)
     work = prepare()
     worker = WorkerProcess(tmp_path / f"worker-{kind}-{latency_ms}.log")
     try:
-        worker.start("--pool=threads", f"--concurrency={THREADS}",
+        worker.start(f"--pool={POOL_KIND}", f"--concurrency={THREADS}",
                      queues=[f"{base}.{kind}"])
         sampler = Sampler(worker.proc.pid)
         sampler.start()
@@ -220,10 +229,15 @@ def test_throughput_of_one_worker_process(kind, latency_ms, tmp_path, monkeypatc
     unit = "runs/s" if kind == "hydration" else "turns/s"
     record_goal(f"{kind} throughput, one worker process, 2 s model latency vs 0 ms", 100 * slow["rate"] / fast["rate"],
                 100 * GOAL_SHARE, "%",
-                note=f"{slow['rate']:.2f} vs {fast['rate']:.2f} {unit}; {THREADS} threads; peak RSS "
-                     f"{max(slow['rss_mb'], fast['rss_mb']):.0f} MB")
+                note=f"{slow['rate']:.2f} vs {fast['rate']:.2f} {unit}; {POOL_KIND} pool, {THREADS} threads"
+                     + (f", psycopg pool of {POOL}" if POOL else ""))
     record_goal(f"{kind} worker processes per queue", 1, 2, "", at_least=False,
-                note=f"the threads pool, {THREADS} threads")
-    record_goal(f"{kind} database connections in all (peak, 2 s latency)", max(slow["connections"], fast["connections"]),
-                GOAL_CONNECTIONS, "", at_least=False,
-                note="every connection to the bench database: the worker's threads, the bench's own")
+                note=f"the {POOL_KIND} pool, {THREADS} threads")
+    record_goal(f"{kind} peak RSS of the worker process", max(slow["rss_mb"], fast["rss_mb"]), GOAL_RSS_MB, "MB",
+                at_least=False, note=f"at 0 ms {fast['rss_mb']:.0f} MB, at 2 s {slow['rss_mb']:.0f} MB; the ceiling is "
+                "what the README's scale table assumes a process, with room")
+    record_goal(f"{kind} database connections in all (peak, either latency)",
+                max(slow["connections"], fast["connections"]), GOAL_CONNECTIONS, "", at_least=False,
+                note=f"at 0 ms {fast['connections']}, at 2 s {slow['connections']}; every connection to the bench "
+                     "database: the worker's threads and heartbeats, the bench's own; "
+                     + (f"psycopg pool of {POOL}" if POOL else "no pool: a connection per thread"))

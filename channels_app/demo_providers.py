@@ -24,8 +24,6 @@ LINQ_SECRET = "demo-linq-webhook-secret"
 TWILIO_SID = "AC" + "d" * 32
 TWILIO_TOKEN = "demo-twilio-auth-token"
 SMS_WEBHOOK_BASE = "https://lindy.demo"
-DEFAULT_INBOUND_HANDLER = "agent.services.handle_inbound"
-DEFAULT_USER_MESSAGE_SENDER = "channels_app.services.user_message_send"
 
 
 class _Provider(BaseHTTPRequestHandler):
@@ -78,11 +76,7 @@ def providers() -> Iterator[None]:
         with override_settings(LINQ_API_TOKEN=LINQ_TOKEN, LINQ_BASE_URL=url, LINQ_WEBHOOK_SECRET=LINQ_SECRET,
                                LINQ_WEBHOOK_SCHEME="hmac", TWILIO_ACCOUNT_SID=TWILIO_SID,
                                TWILIO_AUTH_TOKEN=TWILIO_TOKEN, TWILIO_API_BASE_URL=url,
-                               TWILIO_WEBHOOK_PUBLIC_BASE=SMS_WEBHOOK_BASE,
-                               # The product's own seams, whatever a test process set them to: the
-                               # demo's texts reach the agent, and its replies these providers.
-                               LINDY_INBOUND_HANDLER=DEFAULT_INBOUND_HANDLER,
-                               LINDY_USER_MESSAGE_SENDER=DEFAULT_USER_MESSAGE_SENDER):
+                               TWILIO_WEBHOOK_PUBLIC_BASE=SMS_WEBHOOK_BASE):
             yield
     finally:
         server.shutdown()

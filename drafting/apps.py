@@ -36,6 +36,12 @@ class DraftingConfig(AppConfig):
             description="Gmail items hydration stored that drafting has not looked at yet (behind the signal).",
         ))
 
+        from lindy import demo as core_demo
+
+        from . import demo
+
+        core_demo.register_seeder(99, demo.seed)
+
         from .learner import setup as learner_setup
 
         learner_setup.ready(self.label)

@@ -44,7 +44,9 @@ LOGINS = [
 # Each app registers its own `seed(context)` from its AppConfig.ready, with an order: the core
 # seeds first, then the apps in ascending order (memory 10, agent 20 — its standing permissions
 # live in memory —, router 30, channels 40, hydration 90: it hydrates what the others seeded; then
-# agent's two weeks of history 95, on a simulated clock, left for the next scheduled hydration).
+# agent's two weeks of history 95, on a simulated clock, left for the next scheduled hydration;
+# the analyst 97-98; drafting's two weeks of email 99, last: its own fake Gmail, connected after
+# the analyst's malformed one, is left disconnected like that one).
 _SEEDERS: list[tuple[int, Callable[[DemoContext], None]]] = []
 
 

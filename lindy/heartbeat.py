@@ -18,6 +18,17 @@ from django.db import connection
 logger = logging.getLogger(__name__)
 
 
+def release_pooled_connection() -> None:
+    """Before a thread waits on another thread that may need a database connection: with a pool
+    (DB_POOL_MAX_SIZE) the pooled connection this thread holds goes back first. Otherwise, when every
+    pooled connection is held by a thread waiting so (its heartbeat thread, blocked on the pool), no
+    one gets one until the wait times out: a threaded worker stalls with its connections idle on the
+    server (issue 31). Inside a transaction the connection is the transaction: it stays. Without a
+    pool nothing is done (the thread's own connection starves no one)."""
+    if getattr(connection, "pool", None) and connection.connection is not None and not connection.in_atomic_block:
+        connection.close()
+
+
 class Beating:
     def __init__(self, interval: float, beat: Callable[[], object], name: str = "heartbeat"):
         self.interval, self.beat, self.name = interval, beat, name
@@ -48,6 +59,8 @@ class Beating:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
+            if self._thread.is_alive():
+                release_pooled_connection()
             self._thread.join(10)
 
     def _run(self) -> None:

@@ -78,21 +78,27 @@ def inbound_store(
         if history or keyword is not None:
             return message
         conversation, _ = Conversation.objects.select_for_update().get_or_create(profile=profile)
-        window = timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)
+        deadline = now + timedelta(seconds=settings.CHANNELS_DEBOUNCE_SECONDS)
         Conversation.objects.filter(pk=conversation.pk).update(
-            deadline=now + window, version=F("version") + 1, channel=channel
+            deadline=deadline, version=F("version") + 1, channel=channel
         )
         InboundMessage.objects.filter(pk=message.pk).update(conversation=conversation)
         conversation_id = conversation.pk
         # Read back after our write: we hold the row (or, on SQLite, the database) now.
         version = Conversation.objects.values_list("version", flat=True).get(pk=conversation_id)
         attachment_ids = list(message.attachments.values_list("pk", flat=True))
+        # The check is due at the deadline itself, not a window after the commit: the time this
+        # transaction took (a loaded web process: tenths of a second) is not added to the wait.
         transaction.on_commit(lambda: queue.task_send_or_log(
-            queue.DEBOUNCE_FIRE, conversation_id, version, countdown=settings.CHANNELS_DEBOUNCE_SECONDS
+            queue.DEBOUNCE_FIRE, conversation_id, version, countdown=_seconds_until(deadline)
         ))
         for attachment_id in attachment_ids:
             transaction.on_commit(partial(queue.task_send_or_log, queue.ATTACHMENT_STORE, attachment_id))
     return message
+
+
+def _seconds_until(moment) -> float:
+    return max(0.0, (moment - timezone.now()).total_seconds())
 
 
 def _profile_learn(profile: TextingProfile, *, channel: str, number, chat_id: str, now) -> None:

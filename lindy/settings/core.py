@@ -136,8 +136,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 elif (_pool_size := env.integer("DB_POOL_MAX_SIZE", 0, min=0, max=1000)):
     # psycopg's pool, at most this many connections a process (Django's pool replaces persistent
-    # connections: CONN_MAX_AGE must be 0). Off by default: the threaded workers do without it
-    # (README, "Throughput per worker").
+    # connections: CONN_MAX_AGE must be 0). Off by default; the Procfile's threaded workers set 20, so
+    # their 50 threads (and heartbeats) share 20 connections (README, "Throughput per worker").
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 600}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 _sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"

@@ -82,7 +82,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # The model-bound queues' workers (Procfile: agent, hydration, evals, drafting) run Celery's threads
 # pool, since a run mostly waits for the model; this many threads a process (README, "Throughput per
 # worker"). SQLite has one writer at a time, so there a few threads (the rest would queue on its lock).
-CELERY_WORKER_CONCURRENCY = env.integer("LINDY_WORKER_THREADS", 4 if _sqlite else 50, min=1, max=500)
+CELERY_WORKER_CONCURRENCY = env.integer("LINDY_WORKER_THREADS", 4 if _sqlite else 150, min=1, max=500)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

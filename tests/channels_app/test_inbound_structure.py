@@ -220,6 +220,29 @@ def test_debounce_check_queues_the_dispatch_of_the_claimed_bundle(cast, sent):
     assert sent == []
 
 
+def test_the_check_is_due_at_the_deadline_however_long_the_webhook_took(cast, monkeypatch,
+                                                                        django_capture_on_commit_callbacks):
+    """The window runs from the message's arrival (the deadline on the row), not from the commit of
+    the webhook's transaction: a slow transaction (a loaded web process) is not added to the wait."""
+    queued = []
+    monkeypatch.setattr(queue, "task_send_or_log",
+                        lambda name, *args, countdown=None: queued.append((name, args, countdown)))
+    line = SendingNumberFactory(phone="+14155550100")
+    profile = TextingProfileFactory(user=cast.member, phone="+16505550001", number=line)
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.inbound_store(channel="imessage", provider_id="e1", from_phone=profile.phone, to_phone=line.phone,
+                               text="hi")
+    conversation = Conversation.objects.get(profile=profile)
+    timezone_now = timezone.now
+    monkeypatch.setattr(timezone, "now", lambda: timezone_now() + timedelta(seconds=0.8))  # the commit came late
+    for callback in callbacks:
+        callback()
+    [(name, args, countdown)] = queued
+    assert (name, args) == (queue.DEBOUNCE_FIRE, (conversation.pk, conversation.version))
+    window = (conversation.deadline - timezone_now()).total_seconds()
+    assert window - 0.8 - 0.2 < countdown <= window - 0.8 + 0.01 < 3
+
+
 def test_debounce_task_returns_the_status_and_queues_through_the_service(cast, sent):
     from channels_app import tasks
 

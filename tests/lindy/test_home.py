@@ -44,7 +44,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
     # verdict, the last run and the next slot of each.
     # (22: the tiles, plus the first-minute checklist's one query per step and the Gmail link's.)
     html = _home(member, django_assert_max_num_queries, 22)
-    assert _tiles(html) == ["blocked-actions", "memory"]
+    assert _tiles(html) == ["blocked-actions", "memory", "heavy-edits"]  # the demo's email (drafting/demo.py)
     waiting = Decision.objects.filter(user=member, status=Decision.Status.BLOCKED).count()
     assert waiting > 0 and f"<strong data-blocked-count>{waiting}</strong>" in html
     newest = Decision.objects.filter(user=member, status=Decision.Status.BLOCKED).latest("created_at")
@@ -60,7 +60,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
 
     # A team admin: the same questions, about themself (not their members' blocked actions).
     html = _home(admin, django_assert_max_num_queries, 22)
-    assert _tiles(html) == ["blocked-actions", "memory"]
+    assert _tiles(html) == ["blocked-actions", "memory", "heavy-edits"]
     mine = Decision.objects.filter(user=admin, status=Decision.Status.BLOCKED).count()
     expected = f"<strong data-blocked-count>{mine}</strong>" if mine else 'data-blocked-count="0"'
     assert expected in html
@@ -93,9 +93,9 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
             assert f'/router/evals/{rollout.offline_evidence["candidate_run"]["id"]}/' in html
     since = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=13)
     calls = ModelCall.objects.filter(created_at__gte=since).count()
-    assert f"{calls} call{'s' if calls != 1 else ''}." in html
+    assert f"{calls:,} call{'s' if calls != 1 else ''}." in html  # grouped: the demo's email makes thousands
     offline = ModelCall.objects.filter(created_at__gte=since, provider="offline").count()
-    assert (f"{offline} of them answered by the offline provider" in html) == bool(offline)
+    assert (f"{offline:,} of them answered by the offline provider" in html) == bool(offline)
 
 
 def test_blocked_tile_is_capped_and_its_queries_do_not_grow(cast, django_assert_max_num_queries):

@@ -100,6 +100,7 @@ def test_all_queues_names_the_default_and_each_class():
 
 
 MODEL_BOUND = {"agent", "hydration", "evals", "drafting"}
+BACKGROUND = {"hydration", "evals", "drafting"}
 
 
 def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
@@ -113,10 +114,15 @@ def test_the_procfile_runs_a_worker_per_queue_with_small_concurrency_and_beat():
             kind = queues.rpartition(".")[2] if "}." in queues else ""
             if kind in MODEL_BOUND:
                 assert "--pool=threads" in command, name
+                # Their threads share a psycopg pool: connections bounded per process (README, "Throughput per worker").
+                assert "env DB_POOL_MAX_SIZE=${DB_POOL_MAX_SIZE:-20} celery " in command, name
                 assert "--concurrency" not in command, name  # LINDY_WORKER_THREADS (settings) decides
             else:
                 concurrency = int(re.search(r"--concurrency=(\d+)", command).group(1))
                 assert concurrency <= 2, name  # make run shares two cores between all of them
+            # Background work yields the CPU to what a person waits on (the debounce, the agent's
+            # answer, pages): its 50 threads would otherwise starve the channels worker (issue 31).
+            assert command.strip().startswith("nice -n 10 ") == (kind in BACKGROUND), name
             assert re.search(r"-n \S+@%h", command), f"{name}: each worker needs its own node name"
             consumed[name] = queues
     assert sorted(consumed.values()) == sorted(

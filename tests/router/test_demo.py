@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from drafting.models import DraftPair
 from lindy import demo
 from router import routing, variants
 from router.models import CallScore, EvalRun, ModelCall, Rollout, RolloutEvent, Route, Target
@@ -24,8 +25,9 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     ctx = demo.seed()
     registered = set(routing.registered_routes())
 
-    # Every call is on a route an app owns, with a prompt variant its owner builds; no route
-    # that no code calls (drafting, the learner) has a call or a row.
+    # Every call is on a route an app owns, with a prompt variant its owner builds (drafting's and
+    # the learner's too: the demo's two weeks of email, drafting/demo.py); no route that no code
+    # calls has a call or a row.
     pairs = set(ModelCall.objects.values_list("route", "prompt_variant").distinct())
     assert pairs and all(route in registered and variant in variants.buildable(route) for route, variant in pairs)
     assert not ModelCall.objects.exclude(route__in=registered).exists()
@@ -43,11 +45,14 @@ def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
     assert set(live.values_list("pk", flat=True)) <= decided
 
     # Every score was given by the online judge through its own route (one judge call per score),
-    # by the analyst, which scored the demo's finished agent tasks through its own route, or by the
-    # validator: whether the action the agent's call proposed was blocked (agent.loop).
-    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "validator"}
+    # by the analyst, which scored the demo's finished agent tasks through its own route, by the
+    # validator: whether the action the agent's call proposed was blocked (agent.loop), or by
+    # drafting: each draft-sent pair's heavy-edit outcome, against its drafting call.
+    assert set(CallScore.objects.values_list("source", flat=True)) == {"router.online_eval", "analyst", "validator",
+                                                                       "drafting"}
     assert set(CallScore.objects.filter(source="validator").values_list("call__route", "metric").distinct()) == {
         ("agent", "validator.blocked")}
+    assert CallScore.objects.filter(source="drafting").count() == DraftPair.objects.filter(scorable=True).count()
     assert CallScore.objects.filter(source="router.online_eval").count() == ModelCall.objects.filter(
         route="router.online_eval").count() > 0
     assert ModelCall.objects.filter(route="analyst.score").exists()
