@@ -123,15 +123,16 @@ def _assert_the_history_is_the_loops():
     assert events.count() > 100 and not events.filter(model_call_id=None).exists()
 
     # The validator judged the history's sends through the gateway: each of its model calls is in
-    # the rollout, on the arm the router serves the user (Umar is internal: the candidate).
+    # the rollout, on the arm the router serves the user.
     rollout = Rollout.objects.get(route__name="validator")
     judged = Decision.objects.filter(task__in=tasks).exclude(model_call_id=None)
     calls = ModelCall.objects.filter(pk__in=judged.values_list("model_call_id", flat=True))
     assert calls.count() == judged.count() == Decision.objects.filter(task__in=tasks, tool="send_email",
                                                                          status="executed").count()
     assert set(calls.values_list("rollout_id", flat=True)) == {rollout.pk}
-    arms = dict(calls.values_list("user__email", "arm").distinct())
-    assert arms == {"user@acme.test": "candidate", "sarah@acme.test": "baseline", "admin@globex.test": "baseline"}
+    # One arm per user (their bucket), Umar's the candidate's (internal users get it first).
+    arms = list(calls.order_by().values_list("user__email", "arm").distinct())
+    assert len(arms) == len(dict(arms)) == 3 and dict(arms)["user@acme.test"] == "candidate"
     # The loop's message after each action: the history runs before the channels demo gives its
     # users texting profiles, so none went out as a text (the texting demo's figures are its own).
     replies = OutboxEntry.objects.filter(task__in=tasks, tool="reply_to_user")
