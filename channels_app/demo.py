@@ -1,5 +1,6 @@
-"""Demo: eight sending numbers with their caps, two Slack channels for Acme, and two weeks of
-texting made by the product itself.
+"""Demo: eight sending numbers with their caps, Acme's Slack (installed and its three channels
+added through the product's own OAuth and events endpoints) and two weeks of texting made by the
+product itself.
 
 No traffic row is written here. On a simulated clock (lindy.simulation), three demo people text
 the assistant: each text is a webhook signed the way its provider signs it, posted to the
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, time, timedelta
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.db.models import Q
 from django.test import RequestFactory
@@ -26,7 +27,7 @@ from django.utils import timezone
 from lindy import simulation
 from lindy.demo import DemoFailed, require
 
-from . import demo_providers, services
+from . import demo_providers, demo_slack, services
 from .models import (
     Channel,
     InboundMessage,
@@ -96,35 +97,63 @@ def _line_setup() -> dict[str, SendingNumber]:
     return numbers
 
 
-def _slack(ctx) -> None:
-    """Setup, not activity: the assistant's installation in Acme's workspace and the channels it
-    was added to. In the product these come from the OAuth install and the member_joined_channel
-    events, which read Slack's Web API; channel messages and mentions are acknowledged by the
-    events endpoint and never stored (hydration reads them from the history), so no Slack event
-    would leave a row to show here."""
-    acme = ctx.teams["Acme"]
-    installation, _ = SlackInstallation.objects.get_or_create(
-        slack_team_id="T0ACMEDEMO",
-        defaults={"team": acme, "client_id": "demo", "slack_team_name": "Acme (demo workspace)",
-                  "bot_user_id": "U0LINDYBOT", "user_id": "U0ACMEADMN"},
-    )
-    SlackChannel.objects.get_or_create(
-        slack_team_id="T0ACMEDEMO", channel_id="C0GENERAL1",
-        defaults={"team": acme, "installation": installation, "name": "general", "is_private": False,
-                  "use_for_team_memory": True},
-    )
-    SlackChannel.objects.get_or_create(
-        slack_team_id="T0ACMEDEMO", channel_id="C0ENGINEER",
-        defaults={"team": acme, "installation": installation, "name": "engineering", "is_private": False},
-    )
-    leadership, _ = SlackChannel.objects.get_or_create(
-        slack_team_id="T0ACMEDEMO", channel_id="C0LEADERSH",
-        defaults={"team": acme, "installation": installation, "name": "leadership", "is_private": True},
-    )
-    for email, enabled in (("user@acme.test", True), ("admin@acme.test", False)):
-        SlackChannelShare.objects.get_or_create(
-            channel=leadership, user=ctx.users[email], defaults={"use_for_memory": enabled}
-        )
+def _slack(ctx, start: datetime) -> None:
+    """Acme's Slack, made by the product: Ada (Acme's team admin) installs the app through the
+    product's OAuth install and callback, then Slack tells the events endpoint the assistant was
+    added to #general, #engineering and #leadership (member_joined_channel, signed as Slack signs
+    it); the product's event task reads each channel from the Web API (conversations.info, and the
+    members of the private one) and registers it. Slack's side is a local fake
+    (channels_app.demo_slack). Then the switches, through the services the channel pages call: Ada
+    takes #engineering out of team memory, Umar turns #leadership on for his own memory.
+    Afterwards the demo's bot token (the fake's, worthless elsewhere) is dropped, so the scheduled
+    hydration never sends it to the real Slack: it lists these channels as having no bot token.
+    Channel messages are acknowledged by the endpoint and never stored (hydration reads them from
+    the history), so none are sent here. Idempotent: once the three channels exist, nothing runs."""
+    channels = SlackChannel.objects.filter(slack_team_id=demo_slack.TEAM_ID, channel_id__in=demo_slack.CHANNELS)
+    if channels.count() == len(demo_slack.CHANNELS):
+        return
+    acme, admin = ctx.teams["Acme"], ctx.users["admin@acme.test"]
+    factory = RequestFactory()
+    with demo_slack.slack(), simulation.simulated(start) as sim:
+        if not SlackInstallation.objects.filter(slack_team_id=demo_slack.TEAM_ID).exists():
+            _slack_install(factory, acme, admin)
+        for channel_id in demo_slack.CHANNELS:
+            body, headers = demo_slack.bot_joined(channel_id)
+            path = reverse("slack-events")
+            response = resolve(path).func(factory.post(path, data=body, content_type="application/json", **headers))
+            require("channels", response.status_code == 200,
+                    f"the {path} endpoint answered {response.status_code}: {response.content[:200]!r}")
+            sim.settle(until=timezone.now() + timedelta(minutes=1))
+        sim.settle()
+    require("channels", channels.count() == len(demo_slack.CHANNELS),
+            f"the bot's member_joined_channel events registered {channels.count()} of {len(demo_slack.CHANNELS)} channels")
+    engineering = channels.get(channel_id="C0ENGINEER")
+    services.slack_team_memory_set(channel=engineering, enabled=False, actor=admin)
+    share = SlackChannelShare.objects.filter(channel__channel_id="C0LEADERSH", user=ctx.users["user@acme.test"]).first()
+    if share is None:
+        raise DemoFailed("channels", "#leadership's members were not matched to Acme's people")
+    services.slack_private_memory_set(share=share, enabled=True, actor=ctx.users["user@acme.test"])
+    # The token is encrypted at rest: the demo's installation is known by the demo app's client id.
+    SlackInstallation.objects.filter(slack_team_id=demo_slack.TEAM_ID, client_id=demo_slack.CLIENT_ID).update(
+        bot_token="", bot_refresh_token="")
+
+
+def _slack_install(factory: RequestFactory, acme, admin) -> None:
+    """Ada follows the channels page's Install link; Slack sends her back with a code."""
+    path = reverse("slack-install")
+    request = factory.get(path, {"team": acme.pk})
+    request.user = admin
+    started = resolve(path).func(request)
+    require("channels", started.status_code == 302, f"the Slack install answered {started.status_code}")
+    state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
+    cookies = "; ".join(f"{name}={morsel.value}" for name, morsel in started.cookies.items())
+    path = reverse("slack-oauth-redirect")
+    request = factory.get(path, {"code": demo_slack.CODE, "state": state}, HTTP_COOKIE=cookies)
+    request.user = admin
+    done = resolve(path).func(request)
+    require("channels", done.status_code == 200 and SlackInstallation.objects.filter(
+        slack_team_id=demo_slack.TEAM_ID, team=acme).exists(),
+            f"the Slack OAuth callback answered {done.status_code}: {done.content[:200]!r}")
 
 
 class _Phones:
@@ -290,7 +319,8 @@ def recount_problems() -> list[str]:
 
 def seed(ctx) -> None:
     _line_setup()
-    _slack(ctx)
+    first = timezone.make_aware(datetime.combine(timezone.localdate() - timedelta(days=DAYS - 1), time(0)))
+    _slack(ctx, first + timedelta(hours=6))
     _traffic(ctx)
     problems = recount_problems()
     require("channels", not problems, "; ".join(problems[:5]))

@@ -137,3 +137,75 @@ def test_the_channel_health_page_is_a_recount_of_the_texts_the_product_stored():
     assert any("+14155550101" in problem for problem in channels_demo.recount_problems())
     RatioAlert.objects.filter(pk=alerts.first().pk).update(ratio=9.5)
     assert any(channels_demo.HOT_LINE in problem and "alert" in problem for problem in channels_demo.recount_problems())
+
+
+# --- Slack (issue 34 part 1, the Slack share) ----------------------------------------------------
+
+
+def _slack_counts() -> list[int]:
+    from channels_app.models import SlackChannel, SlackChannelShare, SlackEvent, SlackInstallation, SlackOAuthState
+    from lindy.models import AuditEntry
+    return [model.objects.count() for model in (SlackInstallation, SlackOAuthState, SlackChannel, SlackChannelShare,
+                                                 SlackEvent, AuditEntry)]
+
+
+def test_the_demo_installs_slack_and_its_channels_through_the_products_endpoints():
+    from channels_app import demo_slack
+    from channels_app.models import SlackChannel, SlackChannelShare, SlackEvent, SlackInstallation, SlackOAuthState
+    from lindy.models import AuditEntry
+
+    _seed()
+    installation = SlackInstallation.objects.get(slack_team_id="T0ACMEDEMO")
+    assert installation.team.name == "Acme" and installation.bot_user_id == "U0LINDYBOT"
+    assert installation.app_id == "A0LINDYDEMO"  # from oauth.v2.access, answered by the local fake
+    assert SlackOAuthState.objects.filter(team=installation.team, consumed_at__isnull=False).count() == 1
+    assert AuditEntry.objects.filter(action="slack_installation.connected", actor__email="admin@acme.test").count() == 1
+    # The demo's token is gone: the scheduled hydration never sends it to the real Slack.
+    assert installation.bot_token == "" and installation.bot_refresh_token == ""
+
+    channels = {c.channel_id: c for c in SlackChannel.objects.filter(slack_team_id="T0ACMEDEMO")}
+    assert {(c.name, c.is_private, c.active, c.installation_id, c.inviter_slack_id) for c in channels.values()} == {
+        ("general", False, True, installation.pk, "U0ACMEADMN"),
+        ("engineering", False, True, installation.pk, "U0ACMEADMN"),
+        ("leadership", True, True, installation.pk, "U0ACMEADMN"),
+    }
+    # Each channel came from the bot's member_joined_channel event, processed by the product's task.
+    events = SlackEvent.objects.filter(slack_team_id="T0ACMEDEMO")
+    assert sorted(events.values_list("event_id", "event_type", "status", "attempts")) == sorted(
+        (demo_slack.event_id(cid), "member_joined_channel", "done", 1) for cid in channels)
+    # The switches: the product's default (public channels feed team memory) and Ada switching
+    # #engineering off; Umar turning #leadership on for his own memory. Both audited.
+    assert channels["C0GENERAL1"].use_for_team_memory and not channels["C0ENGINEER"].use_for_team_memory
+    assert not channels["C0LEADERSH"].use_for_team_memory
+    team_switch = AuditEntry.objects.get(action="slack_channel.team_memory_set")
+    assert team_switch.actor.email == "admin@acme.test" and team_switch.after == {"use_for_team_memory": False}
+    shares = dict(SlackChannelShare.objects.filter(channel=channels["C0LEADERSH"])
+                  .values_list("user__email", "use_for_memory"))
+    assert shares == {"user@acme.test": True, "admin@acme.test": False}
+    share_switch = AuditEntry.objects.get(action="slack_channel_share.memory_set")
+    assert share_switch.actor.email == "user@acme.test" and share_switch.after == {"use_for_memory": True}
+
+    # The pages: Ada sees the three channels (a private one by its existence only, as the product
+    # shows it), Umar his #leadership share.
+    html = client_for(User.objects.get(email="admin@acme.test")).get("/channels/").content.decode()
+    assert "#general" in html and "#engineering" in html
+    html = client_for(User.objects.get(email="user@acme.test")).get("/channels/").content.decode()
+    assert "leadership" in html
+
+    before = _slack_counts()
+    _seed()
+    assert _slack_counts() == before
+
+
+def test_the_demo_writes_no_slack_channel_itself():
+    import ast
+    from pathlib import Path
+
+    source = Path(channels_demo.__file__).read_text()
+    writes = [node for node in ast.walk(ast.parse(source))
+              if isinstance(node, ast.Attribute) and node.attr in {"create", "get_or_create", "update_or_create",
+                                                                      "bulk_create"}
+              and isinstance(node.value, ast.Attribute) and node.value.attr == "objects"
+              and isinstance(node.value.value, ast.Name)
+              and node.value.value.id in {"SlackChannel", "SlackChannelShare", "SlackInstallation", "SlackEvent"}]
+    assert not writes, [ast.unparse(node) for node in writes]
