@@ -36,5 +36,7 @@ class AgentConfig(AppConfig):
             description="Live Gmail/Calendar actions left not confirmed: ask the provider, then finish them once.",
         ))
         core_demo.register_seeder(20, demo.seed)
-        # Last: it needs the router's targets (30) and leaves its tasks for the next hydration (90).
-        core_demo.register_seeder(95, demo_history.seed)
+        # After the router's targets (30), before channels give the demo users texting profiles (40):
+        # the loop's message after each action is refused ("never texted in"), so the history sends
+        # no text and leaves the texting demo's figures alone. Hydration (90) reads its tasks.
+        core_demo.register_seeder(35, demo_history.seed)

@@ -1,6 +1,8 @@
 """The agent's demo tasks (issue 34 part 1): given to the assistant as people give them, then the
 agent loop runs on each (offline provider); the loop writes the proposals and their results under
-the model call that made them, and the validator judges on its own. The seed proposes nothing."""
+the model call that made them, and the validator judges on its own. The seed proposes nothing.
+The same holds for the two weeks of history (agent/demo_history.py): each day's requests arrive on
+their tasks and the loop works them, the validator judging through the gateway (rollout arms)."""
 
 import ast
 import inspect
@@ -8,9 +10,11 @@ import inspect
 import pytest
 
 from agent import demo as agent_demo
+from agent import demo_history
+from agent.models import OutboxEntry
 from lindy import demo
 from lindy.models import AgentTask, TaskEvent
-from router.models import CallScore, ModelCall
+from router.models import CallScore, ModelCall, Rollout
 from validator.models import Decision
 
 pytestmark = pytest.mark.django_db
@@ -73,32 +77,96 @@ def test_the_demo_tasks_are_worked_by_the_agent_loop_and_judged_by_the_validator
     assert thanks.model_call_id
     assert thanks.justification.startswith('The user asked me directly: "Send an email to priya@acme.test')
 
-    # Idempotent: a second seed gives no task again.
+    _assert_the_history_is_the_loops()
+
+    # Idempotent: a second seed gives no task again (nor the history any request).
     counts = (TaskEvent.objects.count(), Decision.objects.count(), ModelCall.objects.filter(route="agent").count())
     demo.seed()
     assert (TaskEvent.objects.count(), Decision.objects.count(),
             ModelCall.objects.filter(route="agent").count()) == counts
 
 
-def test_the_agents_demo_proposes_judges_and_executes_nothing_itself():
-    """Read as source: the seed only writes what arrived and runs the loop."""
-    tree = ast.parse(inspect.getsource(agent_demo))
+def _history_scripts() -> dict[str, demo_history.Script]:
+    return {script["title"]: script for day in range(demo_history.DAYS) for script in demo_history.day_scripts(day)}
+
+
+def _assert_the_history_is_the_loops():
+    """Every history task: what arrived as the script says, then only events the loop wrote, each
+    under an agent model call, and the validator's decision the script expects (checked, not forced)."""
+    scripts = _history_scripts()
+    tasks = list(AgentTask.objects.filter(title__in=scripts).select_related("owner", "team"))
+    # Two weeks of working days: ten of the fourteen, four requests each and a few more.
+    assert len(tasks) >= 40
+    for task in tasks:
+        script = scripts[task.title]
+        assert (task.owner.email, task.team.name) == (script["owner"], script.get("team", "Acme")), task.title
+        events = list(task.events.order_by("seq"))
+        arrived = [(e.actor, e.name, e.content) for e in events[:len(script["events"])]]
+        assert arrived == script["events"] and not any(e.model_call_id for e in events[:len(arrived)]), task.title
+        written = events[len(arrived):]
+        assert written and all(e.actor in (TaskEvent.Actor.ASSISTANT, TaskEvent.Actor.TOOL) for e in written)
+        assert all(e.model_call_id for e in written), task.title
+        decided = dict(Decision.objects.filter(task=task).values_list("tool", "status"))
+        assert decided == script["expect"], task.title
+        # Each decision under the proposal the loop wrote, with the justification the agent gave.
+        for decision in Decision.objects.filter(task=task):
+            proposal = task.events.get(actor=TaskEvent.Actor.ASSISTANT, tool_name=decision.tool)
+            assert decision.justification == proposal.tool_arguments["justification"]
+            assert decision.tool_call_id.startswith("toolu_offline_")
+    history_calls = ModelCall.objects.filter(pk__in=TaskEvent.objects.filter(task__in=tasks).exclude(
+        model_call_id=None).values_list("model_call_id", flat=True))
+    assert set(history_calls.values_list("route", "provider").distinct()) == {("agent", "offline")}
+
+    # Every assistant or tool event on every task the agent's demos gave it has its model call.
+    given = [*[r["title"] for r in agent_demo.REQUESTS], *scripts]
+    events = TaskEvent.objects.filter(task__title__in=given, actor__in=[TaskEvent.Actor.ASSISTANT, TaskEvent.Actor.TOOL])
+    assert events.count() > 100 and not events.filter(model_call_id=None).exists()
+
+    # The validator judged the history's sends through the gateway: each of its model calls is in
+    # the rollout, on the arm the router serves the user.
+    rollout = Rollout.objects.get(route__name="validator")
+    judged = Decision.objects.filter(task__in=tasks).exclude(model_call_id=None)
+    calls = ModelCall.objects.filter(pk__in=judged.values_list("model_call_id", flat=True))
+    assert calls.count() == judged.count() == Decision.objects.filter(task__in=tasks, tool="send_email",
+                                                                         status="executed").count()
+    assert set(calls.values_list("rollout_id", flat=True)) == {rollout.pk}
+    # One arm per user (their bucket), Umar's the candidate's (internal users get it first).
+    arms = list(calls.order_by().values_list("user__email", "arm").distinct())
+    assert len(arms) == len(dict(arms)) == 3 and dict(arms)["user@acme.test"] == "candidate"
+    # The loop's message after each action: the history runs before the channels demo gives its
+    # users texting profiles, so none went out as a text (the texting demo's figures are its own).
+    replies = OutboxEntry.objects.filter(task__in=tasks, tool="reply_to_user")
+    assert replies.count() == len(tasks)
+    assert all(r.status == "failed" and "never texted in" in r.error for r in replies)
+
+
+def _imports_and_calls(module) -> tuple[set[str], set[str], ast.AST]:
+    tree = ast.parse(inspect.getsource(module))
+    base_package = module.__name__.rsplit(".", 1)[0]
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = ".".join(filter(None, ["agent" if node.level else "", node.module or ""]))
+            base = ".".join(filter(None, [base_package if node.level else "", node.module or ""]))
             imported |= {f"{base}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
+    called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute)}
+    return imported, called, tree
+
+
+@pytest.mark.parametrize("module", [agent_demo, demo_history], ids=["demo", "demo_history"])
+def test_the_agents_demos_propose_judge_and_execute_nothing_themselves(module):
+    """Read as source: each seed only writes what arrived and runs the loop."""
+    imported, called, tree = _imports_and_calls(module)
     # Nothing that judges or executes: not the validator's services, nor the tools, nor the agent's services.
     assert not {name for name in imported if name.startswith(("validator.services", "agent.tools", "agent.services",
                                                              "validator.runner"))}
     assert {"agent.loop", "lindy.services"} <= imported
-    called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
-              and isinstance(node.func, ast.Attribute)}
     assert {"check", "execute", "decision_mark_executed"}.isdisjoint(called)
     assert "run" in called  # loop.run
     written = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr == "task_event_add"]
     assert len(written) == 1  # what arrived, from the requests' own events
-    assert all(actor in ("user", "external") for r in agent_demo.REQUESTS for actor, _, _ in r["events"])
+    requests = agent_demo.REQUESTS if module is agent_demo else list(_history_scripts().values())
+    assert all(actor in ("user", "external") for r in requests for actor, _, _ in r["events"])

@@ -9,6 +9,13 @@ from lindy.models import AgentTask
 from validator.models import Decision, EvalCandidate
 
 
+@pytest.fixture(autouse=True)
+def recorder():
+    """Not the analyst tests' recorder: the demo texts its users through the channels' own sender
+    (channels_app/demo.py checks the agent's iMessage replies went out)."""
+    yield
+
+
 @pytest.mark.django_db
 def test_the_demo_tasks_are_scored_and_the_rogue_payment_becomes_a_candidate():
     demo.seed()
