@@ -9,7 +9,7 @@ from django.test import Client
 from lindy import outages, services
 from lindy.models import Membership
 from router import routing
-from tests import seams
+from tests import demo_snapshot, seams
 from tests.factories import TeamFactory, UserFactory, member_of
 
 pytest_plugins = ["tests.fixtures.celery_worker", "tests.fixtures.live_browser"]
@@ -23,6 +23,23 @@ def _fresh_cache():
     routing.forget_local()
     outages._down.clear()
     yield
+
+
+@pytest.fixture(scope="session")
+def _demo_snapshot(django_db_setup, django_db_blocker) -> demo_snapshot.Snapshot:
+    with django_db_blocker.unblock():
+        return demo_snapshot.take()
+
+
+@pytest.fixture
+def seeded_demo(request, db, _demo_snapshot):
+    """The demo as `seed_demo` makes it (tests/demo_snapshot.py): its rows in this test's database,
+    and the context `lindy.demo.seed()` returns. Not for a transactional test: after another one has
+    emptied the database, rows made since have other keys than the snapshot's (call demo.seed())."""
+    marker = request.node.get_closest_marker("django_db")
+    if (marker and marker.kwargs.get("transaction")) or {"transactional_db", "live_server"} & set(request.fixturenames):
+        raise pytest.UsageError("seeded_demo is for tests in a rolled-back transaction; call demo.seed() here")
+    return demo_snapshot.restore(_demo_snapshot)
 
 
 class Cast:

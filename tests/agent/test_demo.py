@@ -26,8 +26,7 @@ EXPECTED = {
 }
 
 
-def test_the_demo_tasks_are_worked_by_the_agent_loop_and_judged_by_the_validator():
-    demo.seed()
+def test_the_demo_tasks_are_worked_by_the_agent_loop_and_judged_by_the_validator(seeded_demo):
     tasks = {t.title: t for t in AgentTask.objects.filter(title__in=EXPECTED).select_related("owner")}
     assert set(tasks) == set(EXPECTED)
     for title, (owner, tool, status) in EXPECTED.items():

@@ -17,8 +17,7 @@ def recorder():
 
 
 @pytest.mark.django_db
-def test_the_demo_tasks_are_scored_and_the_rogue_payment_becomes_a_candidate():
-    demo.seed()
+def test_the_demo_tasks_are_scored_and_the_rogue_payment_becomes_a_candidate(seeded_demo):
     vendor = AgentTask.objects.get(title="Vendor invoice from Northwind")
     score = TaskScore.objects.get(task=vendor)
     assert score.rogue and score.blocked_attempts == 1 and score.provider == "offline"

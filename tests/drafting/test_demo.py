@@ -19,9 +19,9 @@ from tests.conftest import client_for
 pytestmark = pytest.mark.django_db
 
 
-def test_the_demo_drafts_pairs_and_learns_through_the_product_and_the_recount_agrees():
+def test_the_demo_drafts_pairs_and_learns_through_the_product_and_the_recount_agrees(seeded_demo):
     """One seed (it is two simulated weeks), read four ways."""
-    seeded = demo.seed()
+    seeded = seeded_demo
     _pages_show_drafts_a_daily_heavy_edit_chart_and_decided_proposals(seeded)
     _what_the_demo_shows_is_what_the_product_did(seeded)
     _a_second_seed_changes_nothing()

@@ -12,7 +12,6 @@ from django.utils import timezone
 from channels_app import selectors as channel_selectors
 from channels_app.models import NumberDay, RatioAlert
 from hydration.models import Run, Schedule
-from lindy import demo
 from memory.models import FileSystem
 from router.models import ModelCall, Rollout
 from tests.channels_app.factories import SendingNumberFactory
@@ -35,8 +34,8 @@ def _home(user, django_assert_max_num_queries, budget: int) -> str:
     return response.content.decode()
 
 
-def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries):
-    ctx = demo.seed()
+def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries, seeded_demo):
+    ctx = seeded_demo
     member, admin, globex = (ctx.users[e] for e in ("user@acme.test", "admin@acme.test", "admin@globex.test"))
     support, ops = ctx.users["support@lindy.test"], ctx.users["ops@lindy.test"]
 

@@ -21,8 +21,8 @@ ROUTE_IDS = set(routing.registered_routes())
 
 
 @pytest.mark.django_db
-def test_every_demo_login_reads_words_for_people():
-    ctx = demo.seed()
+def test_every_demo_login_reads_words_for_people(seeded_demo):
+    ctx = seeded_demo
     assert set(ctx.users) >= {"admin@acme.test", "user@acme.test", "admin@globex.test", "support@lindy.test",
                               "ops@lindy.test"}
     found, errors, visited = [], [], {}

@@ -3,8 +3,8 @@ from memory.models import FileSystem, Revision
 from memory.selectors import status
 
 
-def test_demo_memory_is_realistic_verified_and_idempotent(db):
-    ctx = demo.seed()
+def test_demo_memory_is_realistic_verified_and_idempotent(seeded_demo):
+    ctx = seeded_demo
     acme = ctx.teams["Acme"].memory_filesystem
     assert acme.files.count() >= 10
     assert {"system", "memory_agent", "person"} <= set(acme.revisions.values_list("author_kind", flat=True))

@@ -21,8 +21,8 @@ ROW_WRITES = re.compile(r"\b(ModelCall|CallScore|CallSample|Rollout|RolloutEvent
 
 
 @pytest.mark.django_db
-def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries):
-    ctx = demo.seed()
+def test_the_demo_is_produced_by_the_product(django_assert_max_num_queries, seeded_demo):
+    ctx = seeded_demo
     registered = set(routing.registered_routes())
 
     # Every call is on a route an app owns, with a prompt variant its owner builds (drafting's and

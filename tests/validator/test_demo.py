@@ -6,10 +6,9 @@ from validator.models import Decision
 pytestmark = pytest.mark.django_db
 
 
-def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
+def test_demo_decisions_are_made_by_the_validator_and_seeded_once(seeded_demo):
     from agent.demo import REQUESTS
 
-    demo.seed()
     demo.seed()
     # The three tasks the agent works on (the demo's two weeks of history add their own:
     # agent/demo_history.py); the agent's proposals on them, judged by the validator.
@@ -25,19 +24,17 @@ def test_demo_decisions_are_made_by_the_validator_and_seeded_once():
                for d in Decision.objects.all())
 
 
-def test_the_demo_send_is_in_the_users_outbox_as_recorded():
+def test_the_demo_send_is_in_the_users_outbox_as_recorded(seeded_demo):
     from agent.models import OutboxEntry
 
-    demo.seed()
     entry = OutboxEntry.objects.get(user__email="user@acme.test", tool="send_email",
                                     decision__task__title="Thank Priya for the MSA review")
     assert entry.status == "recorded" and entry.adapter == "outbox" and entry.decision.status == "executed"
 
 
-def test_the_demo_runs_the_offline_row_of_the_eval_matrix_once():
+def test_the_demo_runs_the_offline_row_of_the_eval_matrix_once(seeded_demo):
     from validator.models import EvalMatrix
 
-    demo.seed()
     demo.seed()
     matrix = EvalMatrix.objects.get()
     cells = list(matrix.cells.select_related("target"))
