@@ -36,7 +36,7 @@ def _tables() -> list[type[models.Model]]:
 
 def _read(model: type[models.Model]) -> dict:
     if model._meta.parents:
-        raise NotImplementedError(f"{model.__name__}: multi-table inheritance can't be copied in bulk")
+        raise TypeError(f"{model.__name__}: multi-table inheritance can't be copied in bulk")
     names = [field.attname for field in model._meta.concrete_fields]
     return {row[model._meta.pk.attname]: row for row in model._base_manager.order_by().values(*names)}
 
