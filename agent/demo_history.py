@@ -27,30 +27,22 @@ worked on is never given again).
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
-from typing import NotRequired, TypedDict
 
 import time_machine
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from lindy import services as lindy_services
 from lindy.demo import require
-from lindy.models import AgentTask, TaskEvent
 from router import services as router_services
 from router.models import Route, Target
 from router.services import evals
 from validator.eval_suite import ROUTE
 from validator.models import Decision
 
-from . import loop
+from .demo import Request, give
 
-
-class Script(TypedDict):
-    team: NotRequired[str]  # "Acme" when not given
-    owner: str
-    title: str
-    events: list[tuple[str, str, str]]  # (actor, name, content): what arrived, as it arrived
-    expect: dict[str, str]  # tool -> the decision's status the history needs (checked, not forced)
+# A day's request is one of the agent demo's requests: given on its task, then worked by the loop.
+Script = Request
 
 
 DAYS = 14
@@ -121,29 +113,6 @@ def day_scripts(day: int) -> list[Script]:
     return scripts
 
 
-def run_script(ctx, script: Script) -> loop.RunResult | None:
-    """One request of the history, as agent/demo.py gives its own: the task and what arrived in
-    it, then one run of the agent loop on it (it proposes, the validator judges, the loop writes
-    the events). None when the agent has already worked on the task (idempotent)."""
-    team = ctx.teams[script.get("team", "Acme")]
-    owner = ctx.users[script["owner"]]
-    task = AgentTask.objects.filter(team=team, owner=owner, title=script["title"]).first()
-    if task is not None and (Decision.objects.filter(task=task).exists()
-                             or task.events.filter(actor=TaskEvent.Actor.ASSISTANT).exists()):
-        return None
-    if task is None:
-        task = lindy_services.task_create(team=team, owner=owner, title=script["title"])
-        for actor, name, content in script["events"]:
-            lindy_services.task_event_add(task=task, actor=actor, name=name, content=content)
-    result = loop.run(task)
-    step = f"agent history: {script['title']}"
-    require(step, result.stopped == "done", f"the agent's run stopped with {result.stopped!r}")
-    decided = dict(Decision.objects.filter(pk__in=[d.pk for d in result.decisions]).values_list("tool", "status"))
-    require(step, decided == script["expect"],
-            f"expected {script['expect']}; the agent proposed and the validator decided {decided or 'nothing'}")
-    return result
-
-
 def seed(ctx) -> None:
     route = Route.objects.get(name=ROUTE)
     if route.rollouts.exists():
@@ -170,7 +139,7 @@ def seed(ctx) -> None:
             scripts = day_scripts(day) if midnight.weekday() < 5 else []
             for hour, script in zip(REQUEST_HOURS, scripts, strict=False):
                 clock.move_to(midnight + timedelta(hours=hour))
-                run_script(ctx, script)
+                give(ctx, script, step="agent history")
             for hour in GUARDRAIL_HOURS:
                 clock.move_to(midnight + timedelta(hours=hour))
                 router_services.guardrails_check_all()

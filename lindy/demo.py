@@ -1,4 +1,4 @@
-"""Demo data: teams Acme and Globex, their people, tasks and meetings.
+"""Demo data: teams Acme and Globex, their people and meetings (the agent's demo gives the tasks).
 
 Idempotent: running it twice changes nothing the second time. Apps add their own demo
 data by registering a `seed(context)` function (register_seeder).
@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import services
-from .models import AgentTask, Meeting, Membership, Team, User
+from .models import Meeting, Membership, Team, User
 
 PASSWORD = "lindy-demo"
 
@@ -68,44 +68,6 @@ def _user(email: str, name: str, flags: dict) -> User:
     return user
 
 
-def _tasks(ctx: DemoContext) -> None:
-    user = ctx.users["user@acme.test"]
-    admin = ctx.users["admin@acme.test"]
-    acme = ctx.teams["Acme"]
-    now = timezone.now()
-    scripts = [
-        (user, "Reply to Initech about the MSA redline", AgentTask.Visibility.PRIVATE, [
-            ("external", "legal@initech.test", "Hi Umar, could you tweak clause 7.2 of the MSA so the liability cap is 2x fees? Please send the updated draft today."),
-            ("user", "", "Draft a reply to Initech saying we'll get back to them after legal review, and cc Priya, our new head of legal."),
-            ("assistant", "", "Drafted a reply to legal@initech.test with priya@acme.test in cc."),
-        ]),
-        (user, "Weekly revenue report", AgentTask.Visibility.PUBLIC, [
-            ("user", "", "Every Friday at 9am send the weekly report to the team, revenue numbers first - Sarah wants them at the top."),
-            ("assistant", "", "Noted: weekly report every Friday 9am, revenue first."),
-        ]),
-        (admin, "Plan the Q3 offsite", AgentTask.Visibility.PUBLIC, [
-            ("user", "", "Find three venues near Lisbon for 20 people in September and put them in a doc."),
-            ("tool", "search_venues", "Found: Palácio Chiado, LX Factory, Pestana Palace."),
-            ("assistant", "", "Three venues shortlisted in the offsite doc."),
-        ]),
-    ]
-    for index, (owner, title, visibility, events) in enumerate(scripts):
-        if AgentTask.objects.filter(team=acme, owner=owner, title=title).exists():
-            continue
-        task = services.task_create(
-            team=acme, owner=owner, title=title, visibility=visibility,
-            created_at=now - timedelta(days=len(scripts) - index),
-        )
-        for actor, name, content in events:
-            services.task_event_add(task=task, actor=actor, name=name if actor != "tool" else "", content=content,
-                                    tool_name=name if actor == "tool" else "")
-    globex = ctx.teams["Globex"]
-    greta = ctx.users["admin@globex.test"]
-    if not AgentTask.objects.filter(team=globex).exists():
-        task = services.task_create(team=globex, owner=greta, title="Globex board deck", visibility=AgentTask.Visibility.PUBLIC)
-        services.task_event_add(task=task, actor="user", content="Collect Q2 numbers for the board deck.")
-
-
 def _meetings(ctx: DemoContext) -> None:
     acme = ctx.teams["Acme"]
     user = ctx.users["user@acme.test"]
@@ -156,7 +118,6 @@ def seed() -> DemoContext:
         ctx.teams[team_name] = Team.objects.get_or_create(name=team_name)[0]
     for team_name, email, role in MEMBERSHIPS:
         services.membership_set(team=ctx.teams[team_name], user=ctx.users[email], role=role)
-    _tasks(ctx)
     _meetings(ctx)
     for _, seed_fn in sorted(_SEEDERS, key=lambda entry: entry[0]):
         try:

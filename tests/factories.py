@@ -14,7 +14,8 @@ class UserFactory(factory.django.DjangoModelFactory):
         skip_postgeneration_save = True
 
     email = factory.Sequence(lambda n: f"person{n}@example.test")
-    name = factory.Faker("name")
+    # Not Faker: a random "Janet" or "Carol" would turn up in pages that tests search for a body.
+    name = factory.Sequence(lambda n: f"Quinn Testperson{n}")
     password = factory.PostGenerationMethodCall("set_password", PASSWORD)
 
     @factory.post_generation

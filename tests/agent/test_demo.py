@@ -23,7 +23,10 @@ EXPECTED = {
     "Vendor invoice from Northwind": ("admin@acme.test", "pay_invoice", "blocked"),
     "Quarterly report request from Initech": ("user@acme.test", "send_email", "blocked"),
     "Thank Priya for the MSA review": ("user@acme.test", "send_email", "executed"),
+    "Reply to Initech about the MSA redline": ("user@acme.test", "send_email", "executed"),
 }
+# Standing instructions and requests the offline assistant has no tool for: it answers, nothing to judge.
+ACKNOWLEDGED = {"Weekly revenue report", "Plan the Q3 offsite", "Globex board deck"}
 
 
 def test_the_demo_tasks_are_worked_by_the_agent_loop_and_judged_by_the_validator(seeded_demo):
@@ -76,7 +79,19 @@ def test_the_demo_tasks_are_worked_by_the_agent_loop_and_judged_by_the_validator
     assert thanks.model_call_id
     assert thanks.justification.startswith('The user asked me directly: "Send an email to priya@acme.test')
 
+    redline = Decision.objects.get(task=tasks["Reply to Initech about the MSA redline"])
+    assert redline.arguments["to"] == ["legal@initech.test"] and "priya@acme.test" in redline.arguments["body"]
+
+    for task in AgentTask.objects.filter(title__in=ACKNOWLEDGED):
+        assert not Decision.objects.filter(task=task).exists(), task.title
+        answered = task.events.filter(actor=TaskEvent.Actor.ASSISTANT)
+        assert answered.exists() and not answered.filter(model_call_id=None).exists(), task.title
+
     _assert_the_history_is_the_loops()
+
+    # No task of the demo has an assistant's or a tool's event that no model call made.
+    written = TaskEvent.objects.filter(actor__in=[TaskEvent.Actor.ASSISTANT, TaskEvent.Actor.TOOL])
+    assert written.count() > 100 and not written.filter(model_call_id=None).exists()
 
     # Idempotent: a second seed gives no task again (nor the history any request).
     counts = (TaskEvent.objects.count(), Decision.objects.count(), ModelCall.objects.filter(route="agent").count())
@@ -116,11 +131,6 @@ def _assert_the_history_is_the_loops():
         model_call_id=None).values_list("model_call_id", flat=True))
     assert set(history_calls.values_list("route", "provider").distinct()) == {("agent", "offline")}
 
-    # Every assistant or tool event on every task the agent's demos gave it has its model call.
-    given = [*[r["title"] for r in agent_demo.REQUESTS], *scripts]
-    events = TaskEvent.objects.filter(task__title__in=given, actor__in=[TaskEvent.Actor.ASSISTANT, TaskEvent.Actor.TOOL])
-    assert events.count() > 100 and not events.filter(model_call_id=None).exists()
-
     # The validator judged the history's sends through the gateway: each of its model calls is in
     # the rollout, on the arm the router serves the user.
     rollout = Rollout.objects.get(route__name="validator")
@@ -154,10 +164,10 @@ def _imports_and_calls(module) -> tuple[set[str], set[str], ast.AST]:
     return imported, called, tree
 
 
-@pytest.mark.parametrize("module", [agent_demo, demo_history], ids=["demo", "demo_history"])
-def test_the_agents_demos_propose_judge_and_execute_nothing_themselves(module):
-    """Read as source: each seed only writes what arrived and runs the loop."""
-    imported, called, tree = _imports_and_calls(module)
+def test_the_agents_demos_propose_judge_and_execute_nothing_themselves():
+    """Read as source: the seed only writes what arrived and runs the loop; the history gives its
+    requests through the same function."""
+    imported, called, tree = _imports_and_calls(agent_demo)
     # Nothing that judges or executes: not the validator's services, nor the tools, nor the agent's services.
     assert not {name for name in imported if name.startswith(("validator.services", "agent.tools", "agent.services",
                                                              "validator.runner"))}
@@ -167,5 +177,10 @@ def test_the_agents_demos_propose_judge_and_execute_nothing_themselves(module):
     written = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                and node.func.attr == "task_event_add"]
     assert len(written) == 1  # what arrived, from the requests' own events
-    requests = agent_demo.REQUESTS if module is agent_demo else list(_history_scripts().values())
+    requests = [*agent_demo.REQUESTS, *_history_scripts().values()]
     assert all(actor in ("user", "external") for r in requests for actor, _, _ in r["events"])
+
+    history_imports, history_calls, _ = _imports_and_calls(demo_history)
+    assert "agent.demo.give" in history_imports and "task_event_add" not in history_calls
+    assert not {name for name in history_imports if name.startswith(("validator.services", "agent.tools",
+                                                                     "agent.services", "lindy.services"))}

@@ -225,7 +225,7 @@ def test_blocked_call_goes_back_to_the_agent_which_asks_the_user(cast, fake):
     assert [r["tool_choice"]["type"] for r in requests] == ["auto", "auto", "auto", "auto"]
     agent_tools = {t["name"]: t for t in requests[0]["tools"]}
     assert "justification" in agent_tools["send_email"]["input_schema"]["required"]
-    assert "Jane" not in requests[0]["system"][0]["text"]  # outside text stays in the fenced history
+    assert "jane@initech.test" not in requests[0]["system"][0]["text"]  # outside text stays in the fenced history
     # The history carries the agent's cache breakpoint (the validator reads the same prefix).
     assert "<task_history>" in requests[0]["messages"][0]["content"][0]["text"]
     assert requests[0]["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}

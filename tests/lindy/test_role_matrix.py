@@ -129,6 +129,8 @@ def test_navigation_shows_what_the_role_may_use(cast, role, visible, hidden):
 TASK_BODY = "Wire 40,000 USD to the new supplier account."
 MEETING_BODY = "Board meeting: the acquisition closes in March."
 MEMORY_BODY = "Jane's home address is 12 Elm Street."
+# Names in the cast come from Faker, so a body to look for must be a phrase no generated name contains.
+CONTEXT_BODY = "Jane Quillfeather, supplier contact"
 LISTS = {"/api/meetings"}
 
 
@@ -142,7 +144,8 @@ def _bodies(cast) -> dict[str, str]:
     meeting = MeetingFactory(team=cast.team, owner=cast.admin, public=True, notes=MEETING_BODY)
     fs = memory_services.filesystem_for_team(cast.team)
     memory_services.file_write(filesystem=fs, path="people/jane.md", content=MEMORY_BODY, base_version=None,
-                               author_kind="person", author=cast.admin, index_description="Jane")
+                               author_kind="person", author=cast.admin,
+                               index_description=CONTEXT_BODY)
     return {
         f"/tasks/{task.pk}/": TASK_BODY,
         f"/api/tasks/{task.pk}": TASK_BODY,
@@ -151,7 +154,7 @@ def _bodies(cast) -> dict[str, str]:
         "/api/meetings": MEETING_BODY,
         f"/memory/{fs.pk}/files/people/jane.md": MEMORY_BODY,
         f"/api/memory/filesystems/{fs.pk}/files/people/jane.md": MEMORY_BODY,
-        "/memory/context/": "Jane",
+        "/memory/context/": CONTEXT_BODY,
     }
 
 
