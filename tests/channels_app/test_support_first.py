@@ -119,6 +119,9 @@ def test_open_alerts_come_first_named_by_line_with_a_next_step(cast):
     assert open_part.count('name="note"') == 2
     acknowledged = main.split('id="acknowledged-alerts"')[1]
     assert f'id="alert-{done.pk}"' in acknowledged and "Paused the campaign" in acknowledged
+    # Who acknowledged it, by the name they chose (the email in a tooltip), in one cell of its row.
+    row = acknowledged.split(f'id="alert-{done.pk}"')[1].split("</tr>")[0]
+    assert row.count("<td") == 7 and f'title="{cast.support.email}">{cast.support.display_name}<' in row
 
 
 def test_support_acknowledges_with_a_note_and_is_told_where_it_acted(cast):

@@ -3,6 +3,7 @@ functions too. (import-linter in .ci/run holds the app layers; this holds the re
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -120,3 +121,21 @@ def test_no_product_module_is_over_500_lines():
         if lines > MAX_MODULE_LINES:
             long[str(path.relative_to(ROOT))] = lines
     assert long == {}
+
+
+def test_no_file_keeps_a_merge_conflict():
+    """A merge once left its conflict markers in a template, which rendered both sides as the page;
+    the page's own tests passed, as each side held what they looked for."""
+    skipped = {".venv", ".git", "var", "node_modules", "__pycache__", ".pytest_cache"}
+    marker = re.compile(r"^(<{7}|>{7}) \S", re.M)
+    kept = []
+    for path in ROOT.rglob("*"):
+        if not path.is_file() or skipped & set(path.relative_to(ROOT).parts) or path.suffix in {".png", ".pyc", ".gz"}:
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if marker.search(text):
+            kept.append(str(path.relative_to(ROOT)))
+    assert not kept
