@@ -153,22 +153,22 @@ def home_tile(user) -> dict | None:
     on it now, its last hydration run and when the next scheduled one is due. A fixed number of
     queries for the runs and schedules, and one cached head read per file system (a user reads
     their own and their teams')."""
-    filesystems = memory_selectors.filesystems_for(user)
+    newest = Run.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
+    due_at = Schedule.objects.filter(filesystem=OuterRef("pk")).values("next_run_at")[:1]
+    filesystems = memory_selectors.filesystems_for(user, last_run_pk=Subquery(newest), due_at=Subquery(due_at))
     if not filesystems:
         return None
-    ids = [fs.pk for fs in filesystems]
-    newest = Run.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
-    last_ids = dict(FileSystem.objects.filter(pk__in=ids).annotate(last=Subquery(newest)).values_list("pk", "last"))
-    runs = Run.objects.in_bulk([run_id for run_id in last_ids.values() if run_id])
-    due = dict(Schedule.objects.filter(filesystem_id__in=ids).values_list("filesystem_id", "next_run_at"))
+    last_run_pk = {fs.pk: getattr(fs, "last_run_pk") for fs in filesystems}  # noqa: B009 (annotations)
+    due = {fs.pk: getattr(fs, "due_at") for fs in filesystems}  # noqa: B009
+    runs = Run.objects.only("pk", "status", "created_at").in_bulk([pk for pk in last_run_pk.values() if pk])
     rows = []
     now = timezone.now()
     for fs in filesystems:
-        last = runs.get(last_ids.get(fs.pk))
+        last = runs.get(last_run_pk[fs.pk])
         rows.append({
             "fs": fs, "violations": memory_selectors.status(fs), "last": last,
-            "active": last is not None and last.status in Run.ACTIVE, "next_run_at": due.get(fs.pk),
-            "overdue": fs.pk in due and due[fs.pk] <= now,
+            "active": last is not None and last.status in Run.ACTIVE, "next_run_at": due[fs.pk],
+            "overdue": due[fs.pk] is not None and due[fs.pk] <= now,
             "can_edit": memory_permissions.can_edit_filesystem(user, fs),
         })
     return {"rows": rows, "failing": sum(1 for row in rows if row["violations"])}

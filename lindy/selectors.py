@@ -19,6 +19,17 @@ def task_list(user) -> QuerySet[AgentTask]:
     )
 
 
+def recent_tasks(user, count: int) -> list[AgentTask]:
+    """The newest tasks the user sees, for a short list of links: no counts, no related rows."""
+    return list(permissions.visible_tasks(user).only("pk", "title", "updated_at").order_by("-updated_at", "-pk")[:count])
+
+
+def recent_meetings(user, count: int) -> list[Meeting]:
+    """The newest meetings the user sees, for a short list of links."""
+    return list(permissions.visible_meetings(user).only("pk", "title", "occurred_at")
+                .order_by("-occurred_at", "-pk")[:count])
+
+
 def task_detail(user, task_id) -> AgentTask:
     return permissions.get_visible_or_404(permissions.visible_tasks(user).select_related("owner", "team"), pk=task_id)
 
@@ -37,7 +48,7 @@ def meeting_detail(user, meeting_id) -> Meeting:
 
 
 def memberships_of(user) -> list[Membership]:
-    return list(Membership.objects.filter(user=user).select_related("team").order_by("team__name"))
+    return permissions.memberships(user)
 
 
 def last_heartbeat() -> str | None:

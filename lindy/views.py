@@ -34,8 +34,8 @@ def home(request):
     context = {"memberships": selectors.memberships_of(user), "tiles": home_tiles.tiles_for(user),
                "checklist": home_tiles.checklist_for(user)}
     if permissions.can_use_workspace(user):
-        context["recent_tasks"] = selectors.task_list(user)[:5]
-        context["recent_meetings"] = selectors.meeting_list(user)[:5]
+        context["recent_tasks"] = selectors.recent_tasks(user, 5)
+        context["recent_meetings"] = selectors.recent_meetings(user, 5)
     return render(request, "lindy/home.html", context)
 
 

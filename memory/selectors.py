@@ -25,9 +25,17 @@ logger = logging.getLogger(__name__)
 CACHE_SECONDS = 24 * 3600
 
 
-def filesystems_for(user) -> list[FileSystem]:
-    """The user's own file system first, then their teams' by name."""
-    filesystems = list(permissions.visible_filesystems(user).select_related("team", "owner"))
+_newest_revision = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk")
+
+
+def filesystems_for(user, **annotations) -> list[FileSystem]:
+    """The user's own file system first, then their teams' by name, each with its head revision
+    read in the same query (for `facts`), and with the caller's `annotations` (subqueries about
+    each file system, e.g. its last hydration run)."""
+    filesystems = list(permissions.visible_filesystems(user).select_related("team", "owner")
+                       .annotate(head_revision_pk=Subquery(_newest_revision.values("pk")[:1]), **annotations))
+    for fs in filesystems:
+        setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
     filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.USER, fs.team.name if fs.team is not None else ""))
     return filesystems
 
@@ -35,10 +43,9 @@ def filesystems_for(user) -> list[FileSystem]:
 def filesystem_get(user, fs_id) -> FileSystem:
     """A file system the user may see (404 otherwise), with its head revision read in the same
     query: every page keys its cached facts by it (see `facts`)."""
-    head = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk")
     fs = permissions.get_visible_or_404(
         permissions.visible_filesystems(user).select_related("team", "owner").annotate(
-            head_revision_pk=Subquery(head.values("pk")[:1])),
+            head_revision_pk=Subquery(_newest_revision.values("pk")[:1])),
         pk=fs_id)
     setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
     return fs

@@ -25,7 +25,12 @@ def blocked_count(user, cap: int = BADGE_CAP + 1) -> int:
     so it reads at most `cap` entries of the (user, status, created_at) index, however many there are."""
     if not permissions.can_review_actions(user):
         return 0
-    return capped_count(Decision.objects.filter(user=user, status=Decision.Status.BLOCKED), cap)
+    # The home page's tile and the navigation's badge both ask, in one request: memoised on the
+    # user object (a new one per request), like the roles.
+    memo = user.__dict__.setdefault("_lindy_blocked_counts", {})
+    if cap not in memo:
+        memo[cap] = capped_count(Decision.objects.filter(user=user, status=Decision.Status.BLOCKED), cap)
+    return memo[cap]
 
 
 def blocked_badge(user) -> int | str:
@@ -132,8 +137,10 @@ def home_tile(user) -> dict:
     """The home page's "blocked actions waiting for you": the count (capped like the badge) and
     the newest few. Two bounded queries."""
     count = blocked_count(user)
+    # Only what the tile shows: a decision's history and prompt are the bulk of its row.
     recent = list(permissions.visible_decisions(user).filter(status=Decision.Status.BLOCKED)
-                  .select_related("task").order_by("-created_at", "-pk")[:HOME_RECENT])
+                  .select_related("task").only("pk", "tool", "arguments", "created_at", "task__title")
+                  .order_by("-created_at", "-pk")[:HOME_RECENT])
     return {"count": count, "label": f"{BADGE_CAP}+" if count > BADGE_CAP else str(count), "recent": recent}
 # Validator V2: cost, cache and block-rate alerts (ops) ---------------------------------------------
 
