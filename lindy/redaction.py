@@ -15,7 +15,13 @@ T = TypeVar("T")
 def redacted(obj: T, fields: Iterable[str]) -> T:
     """A shallow copy of `obj` whose `fields` read HIDDEN (each item of a list; a dict: one entry)."""
     clone = copy.copy(obj)
+    # A field the query deferred is not read to learn whether it is empty: that would cost a query
+    # per field and row on a list page, for text the viewer never sees.
+    deferred = obj.get_deferred_fields() if hasattr(obj, "get_deferred_fields") else set()
     for name in fields:
+        if name in deferred:
+            setattr(clone, name, HIDDEN)
+            continue
         value = getattr(obj, name, "")
         if isinstance(value, list):
             setattr(clone, name, [HIDDEN] * len(value))  # how many stays a number the viewer may read
