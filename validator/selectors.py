@@ -25,12 +25,7 @@ def blocked_count(user, cap: int = BADGE_CAP + 1) -> int:
     so it reads at most `cap` entries of the (user, status, created_at) index, however many there are."""
     if not permissions.can_review_actions(user):
         return 0
-    # The home page's tile and the navigation's badge both ask, in one request: memoised on the
-    # user object (a new one per request), like the roles.
-    memo = user.__dict__.setdefault("_lindy_blocked_counts", {})
-    if cap not in memo:
-        memo[cap] = capped_count(Decision.objects.filter(user=user, status=Decision.Status.BLOCKED), cap)
-    return memo[cap]
+    return capped_count(Decision.objects.filter(user=user, status=Decision.Status.BLOCKED), cap)
 
 
 def blocked_badge(user) -> int | str:

@@ -111,9 +111,6 @@ TEMPLATES = [
         },
     },
 ]
-# Form fields render through Django's own Jinja2 copies of its form templates: the same HTML at
-# about half the cost of the template language's (a route page renders two dozen fields).
-FORM_RENDERER = "django.forms.renderers.Jinja2"
 
 # --- Database ------------------------------------------------------------------------------------
 _database_url = env.text("DATABASE_URL")

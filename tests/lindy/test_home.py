@@ -42,7 +42,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries, see
     # A team member: their blocked actions (the count is theirs), both memories with the verifier's
     # verdict, the last run and the next slot of each.
     # (22: the tiles, plus the first-minute checklist's one query per step and the Gmail link's.)
-    html = _home(member, django_assert_max_num_queries, 14)
+    html = _home(member, django_assert_max_num_queries, 15)
     assert _tiles(html) == ["blocked-actions", "memory", "heavy-edits"]  # the demo's email (drafting/demo.py)
     waiting = Decision.objects.filter(user=member, status=Decision.Status.BLOCKED).count()
     assert waiting > 0 and f"<strong data-blocked-count>{waiting}</strong>" in html
@@ -58,7 +58,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries, see
     assert "Hello," not in html and "member of Acme" in html
 
     # A team admin: the same questions, about themself (not their members' blocked actions).
-    html = _home(admin, django_assert_max_num_queries, 14)
+    html = _home(admin, django_assert_max_num_queries, 15)
     assert _tiles(html) == ["blocked-actions", "memory", "heavy-edits"]
     mine = Decision.objects.filter(user=admin, status=Decision.Status.BLOCKED).count()
     expected = f"<strong data-blocked-count>{mine}</strong>" if mine else 'data-blocked-count="0"'
@@ -66,7 +66,7 @@ def test_each_demo_login_sees_what_needs_them(django_assert_max_num_queries, see
     assert "(read only)" not in html and "admin of Acme" in html
 
     # Another team's admin: nothing of Acme's.
-    html = _home(globex, django_assert_max_num_queries, 14)
+    html = _home(globex, django_assert_max_num_queries, 15)
     acme_fs = FileSystem.objects.filter(team=ctx.teams["Acme"]).values_list("pk", flat=True)
     assert all(f'data-fs="{pk}"' not in html for pk in acme_fs)
     assert all(f"/validator/decisions/{pk}/" not in html
