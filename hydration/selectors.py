@@ -150,25 +150,25 @@ def blame(filesystem, file) -> list[BlameLine]:
 
 def home_tile(user) -> dict | None:
     """The home page's memory tile: for each file system the user reads, the verifier's verdict
-    on it now, its last hydration run and when the next scheduled one is due. A fixed number of
-    queries for the runs and schedules, and one cached head read per file system (a user reads
-    their own and their teams')."""
+    on it now, its last hydration run and when the next scheduled one is due. Two queries (the
+    file systems with their last run's id and next due time, then those runs) and one cached
+    verdict read per file system (a user reads their own and their teams')."""
     newest = Run.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
     due_at = Schedule.objects.filter(filesystem=OuterRef("pk")).values("next_run_at")[:1]
     filesystems = memory_selectors.filesystems_for(user, last_run_pk=Subquery(newest), due_at=Subquery(due_at))
     if not filesystems:
         return None
-    last_run_pk = {fs.pk: getattr(fs, "last_run_pk") for fs in filesystems}  # noqa: B009 (annotations)
-    due = {fs.pk: getattr(fs, "due_at") for fs in filesystems}  # noqa: B009
-    runs = Run.objects.only("pk", "status", "created_at").in_bulk([pk for pk in last_run_pk.values() if pk])
+    runs = Run.objects.only("pk", "status", "created_at").in_bulk(
+        [getattr(fs, "last_run_pk") for fs in filesystems])  # noqa: B009 (annotation)
     rows = []
     now = timezone.now()
     for fs in filesystems:
-        last = runs.get(last_run_pk[fs.pk])
+        last = runs.get(getattr(fs, "last_run_pk"))  # noqa: B009
+        due = getattr(fs, "due_at")  # noqa: B009
         rows.append({
             "fs": fs, "violations": memory_selectors.status(fs), "last": last,
-            "active": last is not None and last.status in Run.ACTIVE, "next_run_at": due[fs.pk],
-            "overdue": due[fs.pk] is not None and due[fs.pk] <= now,
+            "active": last is not None and last.status in Run.ACTIVE, "next_run_at": due,
+            "overdue": due is not None and due <= now,
             "can_edit": memory_permissions.can_edit_filesystem(user, fs),
         })
     return {"rows": rows, "failing": sum(1 for row in rows if row["violations"])}

@@ -25,30 +25,30 @@ logger = logging.getLogger(__name__)
 CACHE_SECONDS = 24 * 3600
 
 
-_newest_revision = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk")
+def _visible_with_head(user, **annotations) -> QuerySet[FileSystem]:
+    """The file systems the user may see, each with its head revision read in the same query:
+    every page keys its cached facts by it (see `facts`)."""
+    head = Revision.objects.filter(filesystem=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
+    return (permissions.visible_filesystems(user).select_related("team", "owner")
+            .annotate(head_revision_pk=Subquery(head), **annotations))
+
+
+def _remember_head(fs: FileSystem) -> FileSystem:
+    setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
+    return fs
 
 
 def filesystems_for(user, **annotations) -> list[FileSystem]:
-    """The user's own file system first, then their teams' by name, each with its head revision
-    read in the same query (for `facts`), and with the caller's `annotations` (subqueries about
-    each file system, e.g. its last hydration run)."""
-    filesystems = list(permissions.visible_filesystems(user).select_related("team", "owner")
-                       .annotate(head_revision_pk=Subquery(_newest_revision.values("pk")[:1]), **annotations))
-    for fs in filesystems:
-        setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
+    """The user's own file system first, then their teams' by name, with their head revisions and
+    the caller's `annotations` (subqueries about each file system, e.g. its last hydration run)."""
+    filesystems = [_remember_head(fs) for fs in _visible_with_head(user, **annotations)]
     filesystems.sort(key=lambda fs: (fs.kind != FileSystem.Kind.USER, fs.team.name if fs.team is not None else ""))
     return filesystems
 
 
 def filesystem_get(user, fs_id) -> FileSystem:
-    """A file system the user may see (404 otherwise), with its head revision read in the same
-    query: every page keys its cached facts by it (see `facts`)."""
-    fs = permissions.get_visible_or_404(
-        permissions.visible_filesystems(user).select_related("team", "owner").annotate(
-            head_revision_pk=Subquery(_newest_revision.values("pk")[:1])),
-        pk=fs_id)
-    setattr(fs, "_head_revision", _head_key(fs, getattr(fs, "head_revision_pk")))  # noqa: B009, B010 (annotation)
-    return fs
+    """A file system the user may see (404 otherwise), with its head revision."""
+    return _remember_head(permissions.get_visible_or_404(_visible_with_head(user), pk=fs_id))
 
 
 def file_get(fs: FileSystem, path: str) -> MemoryFile:

@@ -21,11 +21,9 @@ ARMS = ("baseline", "candidate")
 AUDIT_LIMIT = 20
 
 
-def route_audit_events(route: Route, limit: int = AUDIT_LIMIT, variants=None) -> list[AuditEntry]:
-    """The latest configuration changes of a route and of its prompt variants (`variants`: the
-    ones the caller already loaded)."""
-    variant_ids = [str(pk) for pk in (route.variants.values_list("pk", flat=True) if variants is None
-                                      else (v.pk for v in variants))]
+def route_audit_events(route: Route, variants, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    """The latest configuration changes of a route and of its prompt `variants` (the page has them)."""
+    variant_ids = [str(v.pk) for v in variants]
     return list(
         AuditEntry.objects.filter(Q(object_type="route", object_id=str(route.pk))
                                   | Q(object_type="prompt_variant", object_id__in=variant_ids))

@@ -87,7 +87,7 @@ def _route_context(route, **forms):
         "variant_form": forms.get("variant_form") or VariantForm(),
         "eval_form": forms.get("eval_form") or EvalRunForm(**menus),
         "rollout_form": forms.get("rollout_form") or RolloutForm(**menus),
-        "audit_events": selectors.route_audit_events(route, variants=variants),
+        "audit_events": selectors.route_audit_events(route, variants),
         "optimizable": optimize_service.optimizable(route.name),
         "optimization_form": forms.get("optimization_form") or OptimizationForm(**menus),
         "optimizations": OptimizationRun.objects.filter(route=route).select_related("target").defer("state")[:10],
